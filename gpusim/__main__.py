@@ -1,0 +1,5 @@
+"""``python -m gpusim`` runs the command line."""
+
+from gpusim.cli import main
+
+main()

@@ -1,0 +1,148 @@
+"""Errors that gpusim reports to users as one clear line (the CLI exits with status 2)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+
+class GpusimError(Exception):
+    """A user-facing error: bad input, an unknown name, or a schedule that does not fit."""
+
+
+class InputError(GpusimError):
+    """A file, field or value that gpusim cannot accept."""
+
+
+class UnknownNameError(InputError):
+    """A name (arch id, schedule, op, symbol) that gpusim does not know."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str], where: str = "") -> None:
+        known_list = sorted(set(known))
+        close = difflib.get_close_matches(name, known_list, n=1, cutoff=0.6)
+        hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(known_list)}"
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}unknown {kind} '{name}'; {hint}")
+        self.name = name
+        self.suggestion = close[0] if close else None
+
+
+class ScheduleRefused(GpusimError):
+    """A schedule that does not fit the hardware or is not legal on the arch."""
+
+
+class DeadlockError(GpusimError):
+    """The simulation stopped with roles still blocked."""
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if item == "[key]":  # pydantic marks an invalid dict key this way; the key is the previous item
+            continue
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts)
+
+
+_EXPECTED = {
+    "int": "an integer",
+    "float": "a number",
+    "decimal": "a number",
+    "complex": "a number",
+    "string": "text (a string)",
+    "str": "text (a string)",
+    "bool": "true or false",
+    "list": "a list",
+    "tuple": "a list",
+    "set": "a list",
+    "frozen set": "a list",
+    "dict": "a mapping (key: value pairs)",
+    "model": "a mapping (key: value pairs)",
+    "model attributes": "a mapping (key: value pairs)",
+    "dataclass": "a mapping (key: value pairs)",
+    "none": "nothing (null)",
+}
+
+
+def _yaml_value(value: Any, limit: int = 60) -> str:
+    """A short description of a parsed YAML value, in YAML's own terms (never spans lines)."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"integer {value}"
+    if isinstance(value, float):
+        return f"number {value!r}"
+    if isinstance(value, str):
+        kind = "text"
+    elif isinstance(value, dict):
+        kind = "a mapping"
+    elif isinstance(value, list | tuple):
+        kind = "a list"
+    else:
+        kind = type(value).__name__
+    text = repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{kind} {text}"
+
+
+def _bound(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _describe(error: dict[str, Any]) -> str:
+    """What was expected and what was found, in words a YAML author understands, on one line."""
+    kind = error.get("type", "")
+    value = error.get("input")
+    ctx = error.get("ctx") or {}
+    found = _yaml_value(value)
+    if kind == "extra_forbidden":
+        return "unknown key (not part of the schema; check the spelling)"
+    if kind == "missing":
+        return "required field is missing"
+    if kind in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
+        ops = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+        bound = _bound(next(iter(ctx.values()), "?"))
+        return f"expected a number {ops[kind]} {bound}, got {found}"
+    if kind == "multiple_of":
+        return f"expected a multiple of {_bound(ctx.get('multiple_of', '?'))}, got {found}"
+    if kind == "finite_number":
+        return f"expected a finite number, got {found}"
+    if kind == "string_pattern_mismatch":
+        return f"expected text matching the pattern {ctx.get('pattern', '?')}, got {found}"
+    if kind in {"too_short", "too_long", "string_too_short", "string_too_long"}:
+        return f"{str(error.get('msg', kind)).rstrip('.')}, got {found}"
+    if kind.endswith("_type") or kind.endswith("_parsing") or kind == "int_from_float":
+        base = kind.removesuffix("_type").removesuffix("_parsing").replace("_", " ")
+        if kind == "int_from_float":
+            base = "int"
+        expected = _EXPECTED.get(base, base)
+        return f"expected {expected}, got {found}"
+    if kind == "literal_error":
+        return f"expected one of {ctx.get('expected', '?')}, got {found}"
+    if kind in {"value_error", "assertion_error"}:
+        message = str(error.get("msg", kind))
+        for prefix in ("Value error, ", "Assertion failed, "):
+            message = message.removeprefix(prefix)
+        return " ".join(message.split())
+    return " ".join(str(error.get("msg", kind)).split())
+
+
+def format_validation_error(source: str, exc: ValidationError) -> str:
+    """Turn a pydantic ValidationError into one line naming the file, the field and what was expected."""
+    errors = exc.errors()
+    first = errors[0]
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    path = _field_path(first["loc"])
+    where = f" field '{path}':" if path else ""
+    return f"{source}:{where} {_describe(first)}{more}"

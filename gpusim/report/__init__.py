@@ -1,0 +1,1 @@
+"""Reports: tables, JSON, traces and plots."""

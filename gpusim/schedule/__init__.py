@@ -1,0 +1,1 @@
+"""Schedules: the YAML form, safe expressions, the frozen IR and static checks."""

@@ -1,0 +1,246 @@
+"""Static checks before simulation: budgets, occupancy and legality on the arch, with the numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpusim.arch import Arch
+from gpusim.errors import InputError, ScheduleRefused, UnknownNameError
+from gpusim.schedule.expr import ExprError
+from gpusim.schedule.ir import Schedule
+from gpusim.schedule.program import walk
+
+MBARRIER_BYTES = 8
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """What one CTA and one SM use, next to the arch's limits."""
+
+    smem_bytes_per_cta: int
+    smem_bytes_per_sm: int
+    smem_limit_per_block: int
+    smem_limit_per_sm: int
+    registers_per_cta: int
+    registers_per_sm: int
+    registers_limit_per_sm: int
+    max_regs_per_thread: int
+    tmem_cols_per_cta: int
+    tmem_cols_limit: int
+    threads_per_cta: int
+    warps_per_sm: int
+    ctas_per_sm: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return dict(self.__dict__)
+
+
+def _pow2_at_least(x: int, floor: int) -> int:
+    v = max(floor, 1)
+    while v < x:
+        v *= 2
+    return v
+
+
+def _fail(sched: Schedule, arch: Arch, text: str) -> ScheduleRefused:
+    return ScheduleRefused(f"{sched.name} on {arch.id}: {text}")
+
+
+def _buffer_users(sched: Schedule) -> dict[str, set[str]]:
+    users: dict[str, set[str]] = {b: set() for b in sched.buffers}
+    for role in sched.roles.values():
+        for stmt, _ in walk(role.program):
+            buf = stmt.args.get("buf")
+            if buf is not None:
+                users.setdefault(buf, set()).add(role.name)
+    return users
+
+
+def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
+    """Refuse a schedule that does not fit or is not legal on ``arch``; return the budgets used."""
+    launch = sched.launch
+    sm = arch.sm
+    users = _buffer_users(sched)
+    for buf, roles in users.items():
+        if buf not in sched.buffers:
+            where = next(iter(roles))
+            raise UnknownNameError("buffer", buf, sched.buffers, where=f"{sched.name}: roles.{where}")
+    for name, b in sched.buffers.items():
+        if b.alias is not None and b.alias not in sched.buffers:
+            raise UnknownNameError(
+                "buffer", b.alias, sched.buffers, where=f"{sched.name}: buffers.{name}.alias"
+            )
+    for name, bar in sched.barriers.items():
+        if bar.kind == "turnstile" and bar.members not in sched.roles:
+            raise UnknownNameError(
+                "role", str(bar.members), sched.roles, where=f"{sched.name}: barriers.{name}.members"
+            )
+        if bar.kind == "named" and bar.warps < 1:
+            raise InputError(f"{sched.name}: barriers.{name}.warps: a named barrier needs warps >= 1")
+
+    # shared memory
+    smem = 0
+    for b in sched.buffers.values():
+        if b.space != "smem" or b.alias is not None:
+            continue
+        copies = 1
+        if b.per == "replica":
+            copies = max((sched.roles[r].replicas for r in users.get(b.name, ())), default=1)
+        smem += b.bytes * b.stages * copies
+        if b.has_protocol:
+            smem += 2 * MBARRIER_BYTES * b.stages * max(1, b.chunks)
+    limit_block = sm.smem_bytes_per_block
+    if smem > limit_block:
+        raise _fail(sched, arch, f"needs {smem / 1024:.1f} KiB shared memory per CTA, {arch.id} allows "
+                                 f"{limit_block / 1024:.0f} KiB per block ({(smem - limit_block) / 1024:.1f} KiB over)")  # fmt: skip
+    per_sm = launch.ctas_per_sm * (smem + sm.smem_reserved_bytes_per_block)
+    if per_sm > sm.smem_bytes_per_sm:
+        raise _fail(sched, arch, f"{launch.ctas_per_sm} CTAs per SM need {per_sm / 1024:.1f} KiB shared memory, "
+                                 f"{arch.id} has {sm.smem_bytes_per_sm / 1024:.0f} KiB per SM")  # fmt: skip
+
+    # registers
+    regs_cta = 0
+    max_regs = 0
+    for role in sched.roles.values():
+        regs = role.regs if role.regs is not None else 0
+        rmem = sum(b.bytes // 4 for b in sched.buffers.values() if b.space == "rmem" and b.role == role.name)
+        threads = role.warps * 32
+        needed = -(-rmem // threads) if rmem else 0
+        if needed > sm.max_registers_per_thread:
+            raise _fail(sched, arch, f"role '{role.name}' holds {rmem:,} registers of register buffers = {needed} "
+                                     f"registers per thread > {sm.max_registers_per_thread}")  # fmt: skip
+        if role.regs is not None and role.regs > sm.max_registers_per_thread:
+            raise _fail(sched, arch, f"role '{role.name}' asks {role.regs} registers per thread > "
+                                     f"{sm.max_registers_per_thread}")  # fmt: skip
+        if role.regs is not None and needed > role.regs:
+            raise _fail(sched, arch, f"role '{role.name}' register buffers need {needed} registers per thread, "
+                                     f"more than its {role.regs}")  # fmt: skip
+        regs = max(regs, needed)
+        max_regs = max(max_regs, regs)
+        warps_alloc = (
+            -(-role.warps // 4) * 4 if arch.features.setmaxnreg and role.regs is not None else role.warps
+        )
+        regs_cta += warps_alloc * 32 * regs * role.replicas
+    regs_sm = regs_cta * launch.ctas_per_sm
+    if regs_cta > sm.max_registers_per_block:
+        raise _fail(
+            sched, arch, f"needs {regs_cta:,} registers per CTA > {sm.max_registers_per_block:,} per block"
+        )
+    if regs_sm > sm.registers_per_sm:
+        raise _fail(sched, arch, f"{launch.ctas_per_sm} CTAs per SM need {regs_sm:,} registers > "
+                                 f"{sm.registers_per_sm:,} per SM")  # fmt: skip
+
+    # tensor memory
+    tmem_cols = sum(
+        _pow2_at_least(b.cols * b.stages, sm.tmem.min_alloc_columns if sm.tmem else 32)
+        for b in sched.buffers.values()
+        if b.space == "tmem" and b.alias is None
+    )
+    tmem_limit = sm.tmem.columns if sm.tmem else 0
+    if tmem_cols and not sm.tmem:
+        raise _fail(
+            sched, arch, f"uses tensor memory ({tmem_cols} columns) but {arch.id} has none (needs sm_100)"
+        )
+    if tmem_cols * launch.ctas_per_sm > tmem_limit:
+        raise _fail(sched, arch, f"needs {tmem_cols * launch.ctas_per_sm} TMEM columns per SM > {tmem_limit}")
+
+    # threads, warps, CTAs
+    threads = sched.threads_per_cta
+    if threads > sm.max_threads_per_block:
+        raise _fail(sched, arch, f"needs {threads} threads per CTA > {sm.max_threads_per_block}")
+    warps_sm = threads // 32 * launch.ctas_per_sm
+    if warps_sm > sm.max_warps_per_sm:
+        raise _fail(
+            sched, arch, f"{launch.ctas_per_sm} CTAs per SM need {warps_sm} warps > {sm.max_warps_per_sm}"
+        )
+    if launch.ctas_per_sm > sm.max_ctas_per_sm:
+        raise _fail(sched, arch, f"{launch.ctas_per_sm} CTAs per SM > {sm.max_ctas_per_sm}")
+
+    # clusters and pairs
+    feats = arch.features
+    if launch.cluster_size > 1 and not feats.clusters:
+        raise _fail(sched, arch, f"uses clusters of {launch.cluster_size} CTAs; {arch.id} has no thread-block clusters "
+                                 "(needs sm_90)")  # fmt: skip
+    if launch.cluster_size > feats.max_cluster_size_nonportable:
+        raise _fail(
+            sched, arch, f"cluster of {launch.cluster_size} CTAs > {feats.max_cluster_size_nonportable}"
+        )
+    if launch.cta_pair and (not feats.cta_pair_mma or launch.cluster[0] % 2):
+        why = "needs cluster[0] even" if feats.cta_pair_mma else f"{arch.id} has no 2-CTA MMA (needs sm_100)"
+        raise _fail(sched, arch, f"launch.cta_pair: {why}")
+
+    # ops legal on the arch
+    env = dict(sched.env)
+    for role in sched.roles.values():
+        for stmt, _ in walk(role.program):
+            where = f"{sched.name}: {stmt.where}"
+            if stmt.op in ("tma_load", "tma_store") and not feats.tma:
+                raise ScheduleRefused(
+                    f"{where}: TMA does not exist on {arch.id} (sm_{arch.sm_version}; needs sm_90)"
+                )
+            if stmt.op == "cp_async" and not feats.cp_async:
+                raise ScheduleRefused(
+                    f"{where}: cp.async does not exist on {arch.id} (sm_{arch.sm_version}; needs sm_80)"
+                )
+            if stmt.op == "tma_load" and "multicast" in stmt.args:
+                mc = _try_eval(stmt.args["multicast"], env)
+                if mc is not None and mc > 1 and (not feats.tma_multicast or launch.cluster_size < mc):
+                    raise ScheduleRefused(f"{where}: multicast {mc} needs TMA multicast and a cluster of at least {mc} "
+                                          f"CTAs (cluster is {launch.cluster_size})")  # fmt: skip
+            if stmt.op == "mma":
+                _check_mma(sched, arch, stmt, env, where)
+    return Budgets(
+        smem_bytes_per_cta=smem,
+        smem_bytes_per_sm=per_sm,
+        smem_limit_per_block=limit_block,
+        smem_limit_per_sm=sm.smem_bytes_per_sm,
+        registers_per_cta=regs_cta,
+        registers_per_sm=regs_sm,
+        registers_limit_per_sm=sm.registers_per_sm,
+        max_regs_per_thread=max_regs,
+        tmem_cols_per_cta=tmem_cols,
+        tmem_cols_limit=tmem_limit,
+        threads_per_cta=threads,
+        warps_per_sm=warps_sm,
+        ctas_per_sm=launch.ctas_per_sm,
+    )
+
+
+def _try_eval(expr: Any, env: dict[str, Any]) -> Any:
+    try:
+        return expr(env)
+    except (UnknownNameError, ExprError):
+        return None
+
+
+def _check_mma(sched: Schedule, arch: Arch, stmt: Any, env: dict[str, Any], where: str) -> None:
+    unit_name = stmt.args["unit"]
+    unit = arch.tensor_cores.unit(unit_name)
+    needs = {"wgmma": "sm_90a", "tcgen05": "sm_100a", "mma_sync": "sm_70"}.get(unit_name)
+    if needs is None:
+        raise UnknownNameError("MMA unit", unit_name, ("mma_sync", "wgmma", "tcgen05"), where=where)
+    if unit is None:
+        raise ScheduleRefused(
+            f"{where}: {unit_name} does not exist on {arch.id} (sm_{arch.sm_version}; needs {needs})"
+        )
+    dtype_name = stmt.args.get("dtype") or sched.dtype
+    dtype_name = env.get(dtype_name, dtype_name) if isinstance(env.get(dtype_name), str) else dtype_name
+    spec = unit.dtypes.get(dtype_name)
+    if spec is None:
+        raise ScheduleRefused(f"{where}: {unit_name} on {arch.id} has no {dtype_name} path (supported: "
+                              f"{', '.join(unit.dtypes)})")  # fmt: skip
+    a_from = stmt.args.get("a")
+    if a_from is not None and a_from not in spec.a_from:
+        raise ScheduleRefused(f"{where}: {unit_name} {dtype_name} cannot read A from {a_from} (allowed: "
+                              f"{', '.join(spec.a_from)})")  # fmt: skip
+    cta_group = _try_eval(stmt.args["cta_group"], env) if "cta_group" in stmt.args else 1
+    if cta_group == 2 and (unit_name != "tcgen05" or 2 not in unit.cta_groups or not sched.launch.cta_pair):
+        raise ScheduleRefused(f"{where}: cta_group 2 needs tcgen05 with 2-CTA support and launch.cta_pair")
+    if "instr" in stmt.args:
+        shape = [_try_eval(e, env) for e in stmt.args["instr"]]
+        if None not in shape and len(shape) == 3 and not spec.allows_shape(*(int(v) for v in shape)):
+            legal = "; ".join(s.describe() for s in spec.shapes)
+            raise ScheduleRefused(f"{where}: {unit_name} {dtype_name} instruction shape "
+                                  f"m{shape[0]}n{shape[1]}k{shape[2]} is not legal on {arch.id} (legal: {legal})")  # fmt: skip

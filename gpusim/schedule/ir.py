@@ -1,0 +1,125 @@
+"""The resolved, immutable form of a schedule for one arch and one problem."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpusim.schedule.expr import Expr
+from gpusim.schedule.program import Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    """A storage buffer, with its protocol split into producer and consumer kinds."""
+
+    name: str
+    space: str
+    stages: int
+    bytes: int
+    cols: int
+    chunks: int
+    producer: str | None
+    consumer: str | None
+    scope: str
+    per: str
+    alias: str | None
+    role: str | None
+
+    @property
+    def has_protocol(self) -> bool:
+        """Whether stages have full/empty barriers."""
+        return self.producer is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Barrier:
+    """A named, event, turnstile or cluster barrier."""
+
+    name: str
+    kind: str
+    warps: int
+    count: int
+    members: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Role:
+    """A role: warps per replica, registers per thread, replicas and program."""
+
+    name: str
+    warps: int
+    regs: int | None
+    replicas: int
+    cta: str
+    program: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """A tensor panel family for the L2 tile cache."""
+
+    name: str
+    key: tuple[Expr, ...]
+    bytes: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Resolved launch configuration."""
+
+    grid: tuple[tuple[str, int], ...]
+    fields: Mapping[str, Expr]
+    cluster: tuple[int, int, int]
+    cta_pair: bool
+    ctas_per_sm: int
+    persistent: bool
+    scheduler: str
+    raster: str
+    swizzle: int
+    splits: int
+    parts: int | None
+    fixed_overhead_blocks: int
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs per cluster."""
+        x, y, z = self.cluster
+        return x * y * z
+
+    @property
+    def num_units(self) -> int:
+        """Work units in the grid (before split-K)."""
+        total = 1
+        for _, extent in self.grid:
+            total *= extent
+        return total
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A schedule resolved against a problem: every size evaluated, programs compiled."""
+
+    name: str
+    description: str
+    reference_arch: str
+    source: Path | None
+    env: Mapping[str, Any]
+    dtype: str
+    mixes: Mapping[str, Mapping[str, float]]
+    flops: float
+    compulsory_bytes: float
+    metrics_dtype: str
+    launch: Launch
+    operands: Mapping[str, Operand]
+    buffers: Mapping[str, Buffer]
+    barriers: Mapping[str, Barrier]
+    roles: Mapping[str, Role]
+    overrides: Mapping[str, Any]
+
+    @property
+    def threads_per_cta(self) -> int:
+        """Threads of one CTA (all roles, all replicas)."""
+        return 32 * sum(r.warps * r.replicas for r in self.roles.values())

@@ -1,0 +1,252 @@
+"""Load a schedule YAML, apply ``--set`` overrides, evaluate sizes and compile programs."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpusim.arch import Arch
+from gpusim.dtypes import bytes_per_element, canonical_dtype
+from gpusim.errors import InputError, UnknownNameError, format_validation_error
+from gpusim.resources import builtin_dir
+from gpusim.schedule.expr import Expr, ExprError, as_expr
+from gpusim.schedule.ir import Barrier, Buffer, Launch, Operand, Role, Schedule
+from gpusim.schedule.program import parse_program
+from gpusim.schedule.schema import ScheduleSpec
+from gpusim.yamlio import parse_yaml_text, read_yaml_mapping
+
+PROTOCOL_PRODUCERS = frozenset({"tma", "umma", "threads", "cp_async", "clc"})
+PROTOCOL_CONSUMERS = frozenset({"threads", "umma", "manual"})
+
+
+def schedules_dir() -> Path:
+    """Directory of the built-in schedule YAMLs."""
+    return builtin_dir("schedules")
+
+
+@cache
+def builtin_schedule_names() -> tuple[str, ...]:
+    """Names of the built-in schedules."""
+    return tuple(p.stem for p in sorted(schedules_dir().glob("*.yaml")))
+
+
+def schedule_path(name_or_path: str) -> Path:
+    """The file of a built-in schedule name, or the given path."""
+    if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
+        return Path(name_or_path)
+    if name_or_path not in builtin_schedule_names():
+        raise UnknownNameError("schedule", name_or_path, builtin_schedule_names())
+    return schedules_dir() / f"{name_or_path}.yaml"
+
+
+@cache
+def _read_spec(path: Path) -> ScheduleSpec:
+    data = read_yaml_mapping(path)
+    try:
+        return ScheduleSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(format_validation_error(str(path), exc)) from None
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Split ``KEY=VALUE`` and read VALUE as a YAML scalar (number, bool or text)."""
+    if "=" not in text:
+        raise InputError(f"--set '{text}': expected KEY=VALUE")
+    key, _, raw = text.partition("=")
+    key = key.strip()
+    if not key:
+        raise InputError(f"--set '{text}': empty key")
+    value = parse_yaml_text(raw.strip(), f"--set {key}") if raw.strip() else ""
+    return key, value
+
+
+def load_schedule(name_or_path: str, arch: Arch, overrides: dict[str, Any] | None = None) -> Schedule:
+    """Resolve a schedule (built-in name or YAML path) for ``arch`` with problem/param overrides."""
+    path = schedule_path(name_or_path)
+    spec = _read_spec(path)
+    return resolve(spec, arch, overrides or {}, path)
+
+
+def _eval(expr: Any, env: dict[str, Any], where: str) -> Any:
+    try:
+        return as_expr(expr)(env, where=where)
+    except ExprError as exc:
+        raise InputError(f"{where}: {exc}") from None
+
+
+def _int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"{where}: expected a whole number, got {value!r}")
+    if isinstance(value, float) and not value.is_integer():
+        raise InputError(f"{where}: expected a whole number, got {value}")
+    return int(value)
+
+
+def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Path | None) -> Schedule:
+    """Evaluate a parsed schedule against an arch and overrides."""
+    src = str(path) if path else spec.schedule
+    known = {*spec.problem, *spec.params}
+    for key in overrides:
+        if key not in known:
+            raise UnknownNameError("parameter", key, known, where=f"--set {key}")
+    env: dict[str, Any] = {
+        "num_sms": arch.sm_count,
+        "sm_version": arch.sm_version,
+        "smem_per_sm": arch.sm.smem_bytes_per_sm,
+        "smem_per_block": arch.sm.smem_bytes_per_block,
+    }
+    for section, values in (("problem", spec.problem), ("params", spec.params)):
+        for key, raw in values.items():
+            value = overrides.get(key, raw)
+            where = f"{src}: {section}.{key}"
+            if key == "dtype" or key.endswith("_dtype"):
+                env[key] = canonical_dtype(str(value))
+                continue
+            if isinstance(value, str) and key in {"layout", "mode", "op"}:
+                env[key] = value
+                continue
+            env[key] = _eval(value, env, where)
+            if section == "problem" and key == "dtype":
+                continue
+        if section == "problem":
+            if "dtype" not in env:
+                raise InputError(f"{src}: problem.dtype: required field is missing")
+            env["elem_bytes"] = bytes_per_element(env["dtype"])
+    launch = _resolve_launch(spec, env, src)
+    env["cluster_size"] = launch.cluster_size
+    buffers = {name: _resolve_buffer(name, b, env, src) for name, b in spec.buffers.items()}
+    barriers = {
+        name: Barrier(
+            name=name,
+            kind=b.kind,
+            warps=_int(_eval(b.warps, env, f"{src}: barriers.{name}.warps"), f"{src}: barriers.{name}.warps")
+            if b.warps is not None
+            else 0,
+            count=_int(_eval(b.count, env, f"{src}: barriers.{name}.count"), f"{src}: barriers.{name}.count"),
+            members=b.members,
+        )
+        for name, b in spec.barriers.items()
+    }
+    roles = {}
+    for name, r in spec.roles.items():
+        where = f"{src}: roles.{name}"
+        regs = None if r.regs is None else _int(_eval(r.regs, env, f"{where}.regs"), f"{where}.regs")
+        roles[name] = Role(
+            name=name,
+            warps=_int(_eval(r.warps, env, f"{where}.warps"), f"{where}.warps"),
+            regs=regs,
+            replicas=_int(_eval(r.replicas, env, f"{where}.replicas"), f"{where}.replicas"),
+            cta=r.cta,
+            program=parse_program(r.program, f"{where}.program"),
+        )
+    operands = {
+        name: Operand(name=name, key=tuple(as_expr(k) for k in o.key), bytes=as_expr(o.bytes))
+        for name, o in spec.operands.items()
+    }
+    metrics_dtype = canonical_dtype(spec.metrics.dtype) if spec.metrics.dtype else env["dtype"]
+    return Schedule(
+        name=spec.schedule,
+        description=spec.description,
+        reference_arch=spec.reference_arch,
+        source=path,
+        env=env,
+        dtype=env["dtype"],
+        mixes=spec.mixes,
+        flops=float(_eval(spec.metrics.flops, env, f"{src}: metrics.flops")),
+        compulsory_bytes=float(_eval(spec.metrics.compulsory_bytes, env, f"{src}: metrics.compulsory_bytes")),
+        metrics_dtype=metrics_dtype,
+        launch=launch,
+        operands=operands,
+        buffers=buffers,
+        barriers=barriers,
+        roles=roles,
+        overrides=dict(overrides),
+    )
+
+
+def _bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    raise InputError(f"{where}: expected true/false (or 0/1), got {value!r}")
+
+
+def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch:
+    ls = spec.launch
+    grid = []
+    for dim, raw in ls.grid.items():
+        extent = _int(_eval(raw, env, f"{src}: launch.grid.{dim}"), f"{src}: launch.grid.{dim}")
+        if extent < 1:
+            raise InputError(f"{src}: launch.grid.{dim}: extent must be >= 1, got {extent}")
+        grid.append((dim, extent))
+    cluster = [_int(_eval(c, env, f"{src}: launch.cluster"), f"{src}: launch.cluster") for c in ls.cluster]
+    cluster = ([*cluster, 1, 1, 1])[:3]
+    if min(cluster) < 1:
+        raise InputError(f"{src}: launch.cluster: every extent must be >= 1, got {cluster}")
+    sch = ls.scheduler
+    parts = (
+        None if sch.parts is None else _int(_eval(sch.parts, env, f"{src}: launch.scheduler.parts"), "parts")
+    )
+    ctas_per_sm = _int(_eval(ls.ctas_per_sm, env, f"{src}: launch.ctas_per_sm"), f"{src}: launch.ctas_per_sm")
+    if ctas_per_sm < 1:
+        raise InputError(f"{src}: launch.ctas_per_sm: must be >= 1, got {ctas_per_sm}")
+    return Launch(
+        grid=tuple(grid),
+        fields={k: as_expr(v) for k, v in ls.fields.items()},
+        cluster=(cluster[0], cluster[1], cluster[2]),
+        cta_pair=_bool(_eval(ls.cta_pair, env, f"{src}: launch.cta_pair"), f"{src}: launch.cta_pair"),
+        ctas_per_sm=ctas_per_sm,
+        persistent=ls.persistent,
+        scheduler=sch.kind,
+        raster=sch.raster,
+        swizzle=max(1, _int(_eval(sch.swizzle, env, f"{src}: launch.scheduler.swizzle"), "swizzle")),
+        splits=max(1, _int(_eval(sch.splits, env, f"{src}: launch.scheduler.splits"), "splits")),
+        parts=parts,
+        fixed_overhead_blocks=_int(
+            _eval(sch.fixed_overhead_blocks, env, f"{src}: scheduler"), "fixed_overhead"
+        ),
+    )
+
+
+def _resolve_buffer(name: str, b: Any, env: dict[str, Any], src: str) -> Buffer:
+    where = f"{src}: buffers.{name}"
+    producer = consumer = None
+    if b.protocol is not None:
+        left, sep, right = b.protocol.replace(" ", "").partition("->")
+        if not sep or left not in PROTOCOL_PRODUCERS or right not in PROTOCOL_CONSUMERS:
+            raise InputError(
+                f"{where}.protocol: '{b.protocol}' is not a protocol; expected producer->consumer with producer in "
+                f"{sorted(PROTOCOL_PRODUCERS)} and consumer in {sorted(PROTOCOL_CONSUMERS)}"
+            )
+        producer, consumer = left, right
+    stages = _int(_eval(b.stages, env, f"{where}.stages"), f"{where}.stages")
+    if stages < 1:
+        raise InputError(f"{where}.stages: must be >= 1, got {stages}")
+    return Buffer(
+        name=name,
+        space=b.space,
+        stages=stages,
+        bytes=_int(_eval(b.bytes, env, f"{where}.bytes"), f"{where}.bytes"),
+        cols=_int(_eval(b.cols, env, f"{where}.cols"), f"{where}.cols"),
+        chunks=_int(_eval(b.chunks, env, f"{where}.chunks"), f"{where}.chunks"),
+        producer=producer,
+        consumer=consumer,
+        scope=b.scope,
+        per=b.per,
+        alias=b.alias,
+        role=b.role,
+    )
+
+
+__all__ = [
+    "Expr",
+    "builtin_schedule_names",
+    "load_schedule",
+    "parse_override",
+    "schedule_path",
+    "schedules_dir",
+]

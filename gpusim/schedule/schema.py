@@ -1,0 +1,160 @@
+"""The YAML form of a schedule: pydantic models with unknown keys refused.
+
+Numeric fields may be numbers or expressions (see :mod:`gpusim.schedule.expr`); programs are lists
+of statements validated by :mod:`gpusim.schedule.program`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
+
+ExprLike = StrictInt | StrictFloat | StrictStr | StrictBool
+"""A number, a boolean or an expression over problem, params and loop symbols."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class SchedulerSpec(_Model):
+    """How work units are ordered and handed to CTAs."""
+
+    kind: Literal["grid", "static_persistent", "split_k", "stream_k", "splitkv_balanced"] = "grid"
+    """grid: one CTA per unit; static_persistent: slot s takes units s, s+S, ...; split_k: K split in
+    ``splits`` parts (a grid dimension ``split`` is added); stream_k: K iterations spread evenly over
+    the persistent CTAs; splitkv_balanced: FlashMLA-style KV split across ``parts``."""
+    raster: Literal["along_m", "along_n", "heuristic", "as_listed"] = "as_listed"
+    """Order of the first two grid dimensions: along_m walks M fastest."""
+    swizzle: ExprLike = 1
+    """Tiles per swizzle group along the slow dimension (CUTLASS max_swizzle_size, Triton GROUP_M)."""
+    splits: ExprLike = 1
+    """split_k: number of K splits."""
+    parts: ExprLike | None = None
+    """splitkv_balanced: number of parts the KV range of each unit is split into."""
+    fixed_overhead_blocks: ExprLike = 0
+    """splitkv_balanced: blocks of overhead charged per segment when balancing."""
+
+
+class LaunchSpec(_Model):
+    """Work decomposition, cluster shape, CTA pairs, persistence and the tile scheduler."""
+
+    grid: dict[str, ExprLike]
+    """Named work-unit dimensions with their extents, listed fastest-first (e.g. {m: ..., n: ...})."""
+    fields: dict[str, ExprLike] = {}
+    """Per-unit values derived from the unit coordinates (e.g. causal block counts)."""
+    cluster: list[ExprLike] = [1, 1, 1]
+    """CTAs per cluster along the first, second and third grid dimensions."""
+    cta_pair: ExprLike = False
+    """Blackwell cta_group::2: the two CTAs of a cluster pair share MMAs (needs cluster[0] % 2 == 0); a
+    boolean or an expression (e.g. ``PAIR == 1``) so one schedule can model both 1-CTA and 2-CTA MMA."""
+    ctas_per_sm: ExprLike = 1
+    """CTAs resident per SM (checked against every budget)."""
+    persistent: bool = False
+    """Persistent kernel: one CTA per slot loops over its units (tiles loop); else one CTA per unit."""
+    scheduler: SchedulerSpec = SchedulerSpec()
+    """Tile scheduler."""
+
+
+class OperandSpec(_Model):
+    """A tensor read by the kernel, for the L2 tile cache: which key identifies a cached panel."""
+
+    key: list[ExprLike]
+    """Expressions over unit coordinates identifying the panel (e.g. [m] for A's row panel)."""
+    bytes: ExprLike
+    """Bytes of one panel."""
+
+
+class BufferSpec(_Model):
+    """Storage with an optional pipeline protocol."""
+
+    space: Literal["smem", "tmem", "rmem"] = "smem"
+    """Shared memory (bytes), tensor memory (columns) or registers (bytes per replica)."""
+    stages: ExprLike = 1
+    """Ring depth."""
+    bytes: ExprLike = 0
+    """Bytes per stage (smem, rmem)."""
+    cols: ExprLike = 0
+    """TMEM columns per stage."""
+    chunks: ExprLike = 1
+    """Per-stage sub-barriers (FlashMLA's 9 chunk barriers)."""
+    protocol: str | None = None
+    """producer->consumer, e.g. tma->threads, tma->umma, umma->threads, cp_async->threads,
+    threads->threads, threads->umma, tma->manual."""
+    scope: Literal["cta", "pair"] = "cta"
+    """pair: one barrier on the leader CTA counting both CTAs of a pair (2-CTA MMA)."""
+    per: Literal["cta", "replica"] = "cta"
+    """replica: one copy per replica of each role using it (budget multiplies)."""
+    alias: str | None = None
+    """Another buffer whose storage this one reuses (not counted again)."""
+    role: str | None = None
+    """rmem: the role whose registers hold it."""
+
+
+class BarrierSpec(_Model):
+    """Synchronisation that is not a buffer protocol."""
+
+    kind: Literal["named", "event", "turnstile", "cluster"]
+    """named: bar.arrive/bar.sync with a warp count; event: mbarrier signal; turnstile: round robin."""
+    warps: ExprLike | None = None
+    """named: warps that must arrive."""
+    count: ExprLike = 1
+    """event: arrivals per tag."""
+    members: str | None = None
+    """turnstile: the role whose replicas take turns."""
+
+
+class RoleSpec(_Model):
+    """A set of warps running one program, optionally replicated."""
+
+    warps: ExprLike
+    """Warps per replica."""
+    regs: ExprLike | None = None
+    """Registers per thread (setmaxnreg value for warp-specialized roles)."""
+    replicas: ExprLike = 1
+    """Copies running the same program with symbol r = 0..replicas-1."""
+    cta: Literal["all", "leader"] = "all"
+    """leader: only the even CTA of a pair runs this role."""
+    program: list[Any]
+    """Statements; see gpusim.schedule.program."""
+
+
+class MetricsSpec(_Model):
+    """Useful work, for TFLOPS and bandwidth reporting and the roofline bound."""
+
+    flops: ExprLike = 0
+    """Useful FLOPs by the problem's convention (GEMM 2MNK)."""
+    compulsory_bytes: ExprLike = 0
+    """Bytes that must cross HBM at least once (inputs read once, outputs written once)."""
+    dtype: str | None = None
+    """Dtype whose tensor peak bounds the time (default: the problem dtype)."""
+
+
+class ScheduleSpec(_Model):
+    """A whole schedule file."""
+
+    schedule: str
+    """Name (must match the file name for built-in schedules)."""
+    description: str = ""
+    """One paragraph: which real kernel this models and how."""
+    reference_arch: str
+    """The arch its golden result is checked on."""
+    problem: dict[str, ExprLike]
+    """Problem symbols with defaults (M, N, K, dtype ...); overridable with --set."""
+    params: dict[str, ExprLike] = {}
+    """Tiling symbols; expressions over problem and earlier params; overridable with --set."""
+    mixes: dict[str, dict[str, float]] = {}
+    """CUDA-core instruction mixes: ops per element by class (fp32, ex2, cvt, int)."""
+    metrics: MetricsSpec = MetricsSpec()
+    """Useful FLOPs and compulsory bytes."""
+    launch: LaunchSpec
+    """Launch and scheduling."""
+    operands: dict[str, OperandSpec] = {}
+    """Tensors for the L2 tile cache."""
+    buffers: dict[str, BufferSpec] = {}
+    """Storage and pipelines."""
+    barriers: dict[str, BarrierSpec] = {}
+    """Named, event, turnstile and cluster barriers."""
+    roles: dict[str, RoleSpec]
+    """Roles and their programs."""

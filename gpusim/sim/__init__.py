@@ -1,0 +1,1 @@
+"""The discrete-event engine: per-SM agents, chip-wide memory, synchronisation, role interpreters."""

@@ -1,0 +1,256 @@
+"""Build the simulated SMs, CTAs and roles for a schedule on an arch, run simpy, and collect the result."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from gpusim.arch import Arch
+from gpusim.errors import DeadlockError
+from gpusim.schedule.check import Budgets, check_schedule
+from gpusim.schedule.ir import Schedule
+from gpusim.schedule.program import walk
+from gpusim.sim.hardware import PIPES, Rates, SimSM
+from gpusim.sim.interp import Cta, RoleRunner
+from gpusim.sim.l2cache import panel_miss_fractions
+from gpusim.sim.memory import FlowNetwork
+from gpusim.sim.scheduler import ClusterUnit, SmGroup, WorkPlan, plan_work
+from gpusim.sim.sync import ChunkBuffer, EventBarrier, NamedBarrier, StageRing, Turnstile, couple
+
+
+@dataclass
+class SimRun:
+    """Raw outcome of one simulation, before reporting."""
+
+    sched: Schedule
+    arch: Arch
+    budgets: Budgets
+    plan: WorkPlan
+    kernel_ns: float
+    sms: list[SimSM]
+    net: FlowNetwork
+    runners: list[RoleRunner]
+    rings: list[StageRing] = field(default_factory=list)
+    wall_s: float = 0.0
+    events: int = 0
+
+
+def _roles_touching(sched: Schedule, buf: str, ops: tuple[str, ...]) -> list[str]:
+    return [
+        r.name
+        for r in sched.roles.values()
+        if any(s.op in ops and s.args.get("buf") == buf for s, _ in walk(r.program))
+    ]
+
+
+def _tile_filter(sched: Schedule, role_name: str, replica: int) -> tuple[int, int]:
+    role = sched.roles[role_name]
+    env = {**sched.env, "r": replica}
+    for stmt, _ in walk(role.program):
+        if stmt.op == "tiles":
+            every = int(stmt.args["every"](env)) if "every" in stmt.args else 1
+            offset = int(stmt.args["offset"](env)) if "offset" in stmt.args else 0
+            return every, offset
+    return 1, 0
+
+
+def _runs_on(role_cta: str, rank: int, pair: bool) -> bool:
+    return role_cta == "all" or not pair or rank % 2 == 0
+
+
+def _multicast_buffers(sched: Schedule) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for role in sched.roles.values():
+        for stmt, _ in walk(role.program):
+            if stmt.op == "tma_load" and "multicast" in stmt.args:
+                try:
+                    mc = int(stmt.args["multicast"](sched.env))
+                except Exception:
+                    mc = sched.launch.cluster_size
+                if mc > 1:
+                    out[stmt.args["buf"]] = max(out.get(stmt.args["buf"], 1), mc)
+    return out
+
+
+def _operand_multicast(sched: Schedule) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for role in sched.roles.values():
+        for stmt, _ in walk(role.program):
+            if stmt.op == "tma_load" and stmt.args.get("operand") and "multicast" in stmt.args:
+                try:
+                    out[stmt.args["operand"]] = int(stmt.args["multicast"](sched.env))
+                except Exception:
+                    out[stmt.args["operand"]] = sched.launch.cluster_size
+    return out
+
+
+class _Builder:
+    def __init__(self, sched: Schedule, arch: Arch, env: simpy.Environment, net: FlowNetwork, rates: Rates,
+                 miss: list[dict[str, float]], record: bool) -> None:  # fmt: skip
+        self.sched, self.arch, self.env, self.net, self.rates, self.miss, self.record = (
+            sched, arch, env, net, rates, miss, record)  # fmt: skip
+        self.sms: list[SimSM] = []
+        self.runners: list[RoleRunner] = []
+        self.rings: list[StageRing] = []
+        self.pending_roles: list[simpy.Process] = []
+        self.multicast = _multicast_buffers(sched)
+        self.sync_warps = sum(
+            r.warps * r.replicas
+            for r in sched.roles.values()
+            if any(s.op == "syncthreads" for s, _ in walk(r.program))
+        )
+
+    def build_group(self, group: SmGroup) -> None:
+        sched = self.sched
+        csize = sched.launch.cluster_size
+        sms = [SimSM(self.env, len(self.sms) + i, group.weight, self.rates, self.net, record_spans=self.record)
+               for i in range(csize)]  # fmt: skip
+        self.sms.extend(sms)
+        for _p, slot in enumerate(group.slots):
+            if not slot:
+                continue
+            if sched.launch.persistent:
+                self._launch_cluster(sms, list(slot), wave_offset=0)
+            else:
+                self.env.process(self._grid_slot(sms, list(slot)))
+
+    def _grid_slot(self, sms: list[SimSM], slot: list[ClusterUnit]):
+        for wave, cunit in enumerate(slot):
+            procs = self._launch_cluster(sms, [cunit], wave_offset=wave)
+            yield self.env.all_of(procs)
+
+    def _launch_cluster(
+        self, sms: list[SimSM], cunits: list[ClusterUnit], wave_offset: int
+    ) -> list[simpy.Process]:
+        sched = self.sched
+        csize = sched.launch.cluster_size
+        pair = sched.launch.cta_pair
+        ctas = []
+        for rank in range(csize):
+            cta = Cta(
+                env=self.env,
+                sched=sched,
+                sm=sms[rank],
+                rank=rank,
+                units=[cu[rank] for cu in cunits],
+                wave_offset=wave_offset,
+                miss=self.miss,
+            )
+            if pair:
+                base = rank - rank % 2
+                cta.pair = [sms[base], sms[base + 1]]
+            ctas.append(cta)
+        for cta in ctas:
+            self._build_sync(cta, ctas)
+        for buf, mc in self.multicast.items():
+            for cta in ctas:
+                base = cta.rank - cta.rank % mc
+                cta.peers[buf] = ctas[base : base + mc]
+            for base in range(0, csize, mc):
+                group = [c.rings[buf] for c in ctas[base : base + mc] if buf in c.rings]
+                couple(group)
+        procs = []
+        for cta in ctas:
+            for role in sched.roles.values():
+                if not _runs_on(role.cta, cta.rank, pair):
+                    continue
+                for replica in range(role.replicas):
+                    runner = RoleRunner(cta, role, replica)
+                    self.runners.append(runner)
+                    procs.append(self.env.process(runner.run()))
+            self.pending_roles.extend(procs)
+        return procs
+
+    def _build_sync(self, cta: Cta, ctas: list[Cta]) -> None:
+        sched, env = self.sched, self.env
+        pair = sched.launch.cta_pair
+        for name, b in sched.buffers.items():
+            if not b.has_protocol:
+                continue
+            if b.consumer == "manual":
+                cta.chunks[name] = ChunkBuffer(env, name)
+                continue
+            sharing = [cta]
+            if b.scope == "pair" and pair:
+                leader = ctas[cta.rank - cta.rank % 2]
+                if leader is not cta and name in leader.rings:
+                    cta.rings[name] = leader.rings[name]
+                    continue
+                sharing = [leader, ctas[leader.rank + 1]]
+            producers = _roles_touching(sched, name, ("acquire", "commit"))
+            consumers = _roles_touching(sched, name, ("wait", "release"))
+            n_producers = sum(
+                sched.roles[r].replicas
+                for c in sharing
+                for r in producers
+                if _runs_on(sched.roles[r].cta, c.rank, pair)
+            )
+            consumer_filters = [
+                _tile_filter(sched, r, rep)
+                for c in sharing
+                for r in consumers
+                if _runs_on(sched.roles[r].cta, c.rank, pair)
+                for rep in range(sched.roles[r].replicas)
+            ]
+
+            def expected(tag: dict[str, Any], filters: list[tuple[int, int]] = consumer_filters) -> int:
+                tile = tag.get("tile", 0)
+                return sum(1 for every, offset in filters if tile >= offset and (tile - offset) % every == 0)
+
+            ring = StageRing(
+                env, name, b.stages, b.producer or "threads", b.consumer or "threads", n_producers, expected
+            )
+            if self.record:
+                ring.in_use_samples = []
+            self.rings.append(ring)
+            cta.rings[name] = ring
+        for name, bar in sched.barriers.items():
+            if bar.kind == "named":
+                cta.named[name] = NamedBarrier(env, name, bar.warps)
+            elif bar.kind == "event":
+                cta.events[name] = EventBarrier(env, name, bar.count)
+            elif bar.kind == "turnstile":
+                cta.turnstiles[name] = Turnstile(env, name, sched.roles[bar.members].replicas)  # type: ignore[index]
+        cta.syncthreads = NamedBarrier(env, "__syncthreads", max(1, self.sync_warps))
+
+
+def simulate(sched: Schedule, arch: Arch, *, record: bool = False) -> SimRun:
+    """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles."""
+    budgets = check_schedule(sched, arch)
+    start = time.perf_counter()
+    plan = plan_work(sched, arch)
+    multicast = _operand_multicast(sched)
+    miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
+    rates = Rates.from_arch(arch)
+    env = simpy.Environment()
+    net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
+    if record:
+        net.hbm_rate_samples, net.l2_rate_samples = [], []
+    builder = _Builder(sched, arch, env, net, rates, miss, record)
+    for group in plan.groups:
+        builder.build_group(group)
+    events = 0
+    while True:
+        try:
+            env.step()
+            events += 1
+        except simpy.core.EmptySchedule:
+            break
+    blocked = [r for r in builder.runners if not r.finished]
+    if blocked:
+        lines = "; ".join(
+            f"{r.name} (cta {r.cta.rank}, sm {r.sm.index}) at {r.blocked_on}" for r in blocked[:6]
+        )
+        more = f" and {len(blocked) - 6} more" if len(blocked) > 6 else ""
+        raise DeadlockError(f"{sched.name} on {arch.id}: deadlock at t={env.now / 1000:.3f} us; blocked roles: "
+                            f"{lines}{more}")  # fmt: skip
+    kernel_ns = env.now
+    return SimRun(sched=sched, arch=arch, budgets=budgets, plan=plan, kernel_ns=kernel_ns, sms=builder.sms,
+                  net=net, runners=builder.runners, rings=builder.rings, wall_s=time.perf_counter() - start,
+                  events=events)  # fmt: skip
+
+
+__all__ = ["PIPES", "SimRun", "simulate"]

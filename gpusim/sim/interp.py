@@ -1,0 +1,519 @@
+"""Role programs executed as simpy processes: one generator per role replica per CTA."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from gpusim.errors import InputError, ScheduleRefused
+from gpusim.schedule.program import Stmt
+from gpusim.sim.memory import Transfer
+from gpusim.sim.sync import (
+    ChunkBuffer,
+    Cursor,
+    EventBarrier,
+    NamedBarrier,
+    Stage,
+    StageRing,
+    Tag,
+    Turnstile,
+    tag_key,
+)
+
+if TYPE_CHECKING:
+    from gpusim.schedule.ir import Role, Schedule
+    from gpusim.sim.hardware import SimSM
+
+
+@dataclass(eq=False)
+class Cta:
+    """One simulated CTA: its units, buffers, barriers and the SM it runs on."""
+
+    env: simpy.Environment
+    sched: Schedule
+    sm: SimSM
+    rank: int
+    units: list[dict[str, Any]]
+    wave_offset: int
+    miss: list[dict[str, float]]
+    rings: dict[str, StageRing] = field(default_factory=dict)
+    chunks: dict[str, ChunkBuffer] = field(default_factory=dict)
+    named: dict[str, NamedBarrier] = field(default_factory=dict)
+    events: dict[str, EventBarrier] = field(default_factory=dict)
+    turnstiles: dict[str, Turnstile] = field(default_factory=dict)
+    syncthreads: NamedBarrier | None = None
+    peers: dict[str, list[Cta]] = field(default_factory=dict)
+    pair: list[SimSM] = field(default_factory=list)
+    outstanding: list[simpy.Event] = field(default_factory=list)
+    operand_multicast: dict[str, int] = field(default_factory=dict)
+
+    def miss_fraction(self, operand: str | None, tile: int) -> float:
+        """Fraction of an operand's bytes that come from HBM in this tile's wave."""
+        if operand is None:
+            return 1.0
+        wave = self.wave_offset + tile
+        if wave >= len(self.miss):
+            return 1.0
+        return self.miss[wave].get(operand, 1.0)
+
+
+class RoleRunner:
+    """Interprets one role replica's program on one CTA."""
+
+    def __init__(self, cta: Cta, role: Role, replica: int) -> None:
+        self.cta = cta
+        self.role = role
+        self.replica = replica
+        self.env = cta.env
+        self.sm = cta.sm
+        self.rates = cta.sm.rates
+        self.vars: dict[str, Any] = {**cta.sched.env, "r": replica, "cta_rank": cta.rank}
+        self.loop: Tag = {}
+        self.queues: dict[str, deque[simpy.Event]] = {}
+        self.held: dict[str, list[Stage]] = {}
+        self.cursors: dict[str, Cursor] = {}
+        self.last_mma: simpy.Event | None = None
+        self.blocked_on = "starting"
+        self.finished = False
+        self.warps = role.warps
+        self.sm_fraction = min(role.warps, cta.sm.rates.arch.sm.warp_schedulers_per_sm) / (
+            cta.sm.rates.arch.sm.warp_schedulers_per_sm
+        )
+        self.name = f"{role.name}[{replica}]" if role.replicas > 1 else role.name
+        self._lookahead: dict[tuple[int, int], list[Stmt]] = {}
+
+    # ---- driver -----------------------------------------------------------------------------------
+
+    def run(self) -> Generator[simpy.Event, Any, None]:
+        """The process body."""
+        yield from self._block(self.role.program)
+        for name, q in self.queues.items():
+            for ev in list(q):
+                if not ev.processed:
+                    self.blocked_on = f"draining async queue '{name}' at exit"
+                    yield ev
+        self.finished = True
+        self.blocked_on = "finished"
+        for t in self.cta.turnstiles.values():
+            if t.name in self._turnstiles_used():
+                t.leave(self.replica)
+
+    def _turnstiles_used(self) -> set[str]:
+        from gpusim.schedule.program import walk
+
+        return {s.args["name"] for s, _ in walk(self.role.program) if s.op == "turn"}
+
+    def _block(self, stmts: tuple[Stmt, ...]) -> Generator[simpy.Event, Any, None]:
+        for i, stmt in enumerate(stmts):
+            if stmt.guard is not None and not stmt.guard(self.vars, where=stmt.where):
+                continue
+            op = stmt.op
+            if op == "for":
+                yield from self._for(stmt)
+            elif op == "tiles":
+                yield from self._tiles(stmt)
+            elif op == "turn":
+                yield from self._turn(stmt)
+            else:
+                handler = _HANDLERS[op]
+                event = handler(self, stmt, stmts, i)
+                if event is not None:
+                    self.blocked_on = f"{stmt.where}"
+                    yield event
+
+    def _eval(self, expr: Any, stmt: Stmt) -> Any:
+        return expr(self.vars, where=stmt.where)
+
+    # ---- control flow ----------------------------------------------------------------------------
+
+    def _for(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
+        var = stmt.args["var"]
+        start = int(self._eval(stmt.args["start"], stmt))
+        stop = int(self._eval(stmt.args["stop"], stmt))
+        for value in range(start, stop):
+            self.vars[var] = value
+            self.loop[var] = value
+            yield from self._block(stmt.body)
+        self.loop.pop(var, None)
+
+    def _tiles(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
+        every = int(self._eval(stmt.args["every"], stmt)) if "every" in stmt.args else 1
+        offset = int(self._eval(stmt.args["offset"], stmt)) if "offset" in stmt.args else 0
+        for ordinal, unit in enumerate(self.cta.units):
+            if ordinal < offset or (ordinal - offset) % every:
+                continue
+            self.vars.update(unit)
+            self.vars["tile"] = ordinal
+            self.loop = {"tile": ordinal}
+            yield from self._block(stmt.body)
+
+    def _turn(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
+        name = stmt.args["name"]
+        turnstile = self.cta.turnstiles.get(name)
+        if turnstile is None:
+            raise InputError(f"{stmt.where}: unknown turnstile '{name}'")
+        event = turnstile.wait_turn(self.replica)
+        if event is not None:
+            self.blocked_on = (
+                f"{stmt.where} (waiting for its turn on '{name}', held by replica {turnstile.token})"
+            )
+            yield event
+        yield from self._block(stmt.body)
+        turnstile.pass_turn(self.replica)
+
+    # ---- helpers ----------------------------------------------------------------------------------
+
+    def ring(self, stmt: Stmt, name: str) -> StageRing:
+        """The protocol ring of buffer ``name``."""
+        ring = self.cta.rings.get(name)
+        if ring is None:
+            raise InputError(f"{stmt.where}: buffer '{name}' has no protocol (or does not exist); "
+                             f"acquire/commit/wait/release need a buffer with a protocol")  # fmt: skip
+        return ring
+
+    def context(self, stmt: Stmt) -> Tag:
+        """The consumer's loop context with ``at`` overrides applied."""
+        ctx = dict(self.loop)
+        for key, expr in stmt.args.get("at", {}).items():
+            ctx[key] = self._eval(expr, stmt)
+        return ctx
+
+    def queue(self, name: str) -> deque[simpy.Event]:
+        """The async queue ``name`` of this role replica."""
+        q = self.queues.get(name)
+        if q is None:
+            q = self.queues[name] = deque()
+        return q
+
+    def expected_bytes(self, stmts: tuple[Stmt, ...], index: int, buf: str) -> float:
+        """Bytes of the tma_load / cp_async ops into ``buf`` that follow this acquire (expect_tx)."""
+        key = (id(stmts), index)
+        following = self._lookahead.get(key)
+        if following is None:
+            following = []
+            for stmt in stmts[index + 1 :]:
+                if stmt.op == "acquire" and stmt.args.get("buf") == buf:
+                    break
+                if stmt.op in ("tma_load", "cp_async") and stmt.args.get("buf") == buf:
+                    following.append(stmt)
+            self._lookahead[key] = following
+        total = 0.0
+        for stmt in following:
+            if stmt.guard is None or stmt.guard(self.vars, where=stmt.where):
+                total += float(self._eval(stmt.args["bytes"], stmt))
+        return total
+
+    def transfer(self, nbytes: float, *, operand: str | None, write: bool, latency_extra: float = 0.0,
+                 l2_coef: float = 1.0, on_done: Any = None) -> simpy.Event:  # fmt: skip
+        """Move bytes through this SM's port and the chip's L2/HBM; the event fires when they land."""
+        rates = self.rates
+        if write:
+            miss = 1.0
+            latency = rates.l2_latency_ns
+        else:
+            miss = self.cta.miss_fraction(operand, int(self.vars.get("tile", 0)))
+            latency = rates.l2_latency_ns * (1 - miss) + rates.hbm_latency_ns * miss + latency_extra
+        done = self.env.event()
+        port = self.sm.egress if write else self.sm.ingress
+        t = Transfer(
+            bytes=nbytes,
+            l2_coef=l2_coef,
+            hbm_coef=miss,
+            latency_ns=latency,
+            weight=self.sm.weight,
+            on_done=on_done,
+            done=done,
+            is_write=write,
+        )
+        if nbytes <= 0:
+            done.succeed()
+            return done
+        port.submit(t)  # type: ignore[union-attr]
+        return done
+
+
+# ---- op handlers: each returns an event to wait on, or None -----------------------------------------
+
+
+def _acquire(rr: RoleRunner, stmt: Stmt, stmts: tuple[Stmt, ...], i: int) -> simpy.Event | None:
+    buf = stmt.args["buf"]
+    ring = rr.ring(stmt, buf)
+    cursor = rr.cursors.setdefault(buf, Cursor())
+    expect = rr.expected_bytes(stmts, i, buf) if ring.producer in ("tma", "cp_async") else 0.0
+    event = ring.acquire(cursor, rr.context(stmt), expect)
+    if event is not None:
+        rr.blocked_on = f"{stmt.where} (acquire '{buf}': waiting for an empty stage)"
+    return event
+
+
+def _commit(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
+    buf = stmt.args["buf"]
+    ring = rr.ring(stmt, buf)
+    cursor = rr.cursors.get(buf)
+    if cursor is None:
+        raise InputError(
+            f"{stmt.where}: commit of '{buf}' without a preceding acquire in role '{rr.role.name}'"
+        )
+    ring.commit(cursor, after=rr.last_mma if ring.producer == "umma" else None)
+
+
+def _wait(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
+    ctx = rr.context(stmt)
+    if "bar" in stmt.args:
+        name = stmt.args["bar"]
+        barrier = rr.cta.events.get(name)
+        if barrier is None:
+            raise InputError(f"{stmt.where}: '{name}' is not an event barrier")
+        tile = ctx.get("tile", 0)
+        if tile < 0:
+            return None
+        event = barrier.wait((tile,))
+        if event is not None:
+            rr.blocked_on = f"{stmt.where} (event '{name}' for tile {tile})"
+        return event
+    buf = stmt.args["buf"]
+    if buf in rr.cta.chunks:
+        chunk = int(rr._eval(stmt.args["chunk"], stmt)) if "chunk" in stmt.args else 0
+        event = rr.cta.chunks[buf].wait((tag_key(ctx), chunk))
+        if event is not None:
+            rr.blocked_on = f"{stmt.where} (chunk {chunk} of '{buf}' for {ctx})"
+        return event
+    ring = rr.ring(stmt, buf)
+    holder = rr.held.setdefault(buf, [])
+    event = ring.wait(ctx, holder)
+    if event is not None:
+        rr.blocked_on = f"{stmt.where} (waiting for {ring.describe_blocked(ctx)})"
+    return event
+
+
+def _release(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
+    buf = stmt.args["buf"]
+    if buf in rr.cta.chunks:
+        return None
+    ring = rr.ring(stmt, buf)
+    keep = int(rr._eval(stmt.args["keep"], stmt)) if "keep" in stmt.args else 0
+    holder = rr.held.setdefault(buf, [])
+    ring.release(holder, keep, after=rr.last_mma if ring.consumer == "umma" else None)
+    return None
+
+
+def _arrive(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
+    name = stmt.args["bar"]
+    if name in rr.cta.named:
+        rr.cta.named[name].arrive(rr.warps)
+        return None
+    if name in rr.cta.events:
+        ctx = rr.context(stmt)
+        rr.cta.events[name].arrive((ctx.get("tile", 0),))
+        return None
+    raise InputError(f"{stmt.where}: '{name}' is not a named or event barrier")
+
+
+def _sync(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
+    name = stmt.args["bar"]
+    barrier = rr.cta.named.get(name)
+    if barrier is None:
+        raise InputError(f"{stmt.where}: '{name}' is not a named barrier")
+    event = barrier.arrive(rr.warps)
+    if event is not None:
+        rr.blocked_on = (
+            f"{stmt.where} (named barrier '{name}': {barrier.arrived} of {barrier.warps} warps arrived)"
+        )
+    return event
+
+
+def _syncthreads(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
+    barrier = rr.cta.syncthreads
+    assert barrier is not None
+    event = barrier.arrive(rr.warps)
+    if event is not None:
+        rr.blocked_on = f"{stmt.where} (__syncthreads: {barrier.arrived} of {barrier.warps} warps arrived)"
+    return event
+
+
+def _wait_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
+    q = rr.queue(stmt.args["queue"])
+    pending = max(0, int(rr._eval(stmt.args["pending"], stmt)))
+    while q and q[0].processed:
+        q.popleft()
+    if len(q) <= pending:
+        return None
+    waits = [q.popleft() for _ in range(len(q) - pending)]
+    rr.blocked_on = f"{stmt.where} (async queue '{stmt.args['queue']}': {len(waits) + pending} in flight)"
+    return waits[-1] if len(waits) == 1 else rr.env.all_of(waits)
+
+
+def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
+    buf = stmt.args["buf"]
+    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    multicast = int(rr._eval(stmt.args["multicast"], stmt)) if "multicast" in stmt.args else 1
+    operand = stmt.args.get("operand")
+    cta = rr.cta
+    share = nbytes / multicast
+    receivers = cta.peers.get(buf, [cta]) if multicast > 1 else [cta]
+    if buf in cta.chunks:
+        ctx = rr.context(stmt)
+        key = tag_key(ctx)
+        if "chunks" in stmt.args:
+            lo, hi = (int(rr._eval(e, stmt)) for e in stmt.args["chunks"])
+        else:
+            lo = int(rr._eval(stmt.args["chunk"], stmt)) if "chunk" in stmt.args else 0
+            hi = lo + 1
+        per_chunk = share / max(1, hi - lo)
+        for c in range(lo, hi):
+            buffers = [r.chunks[buf] for r in receivers]
+            rr.transfer(per_chunk, operand=operand, write=False, latency_extra=rr.rates.tma_extra_ns,
+                        on_done=lambda bs=buffers, c=c: [b.land((key, c)) for b in bs])  # fmt: skip
+        return None
+    cursor = rr.cursors.get(buf)
+    if cursor is None or cursor.current is None:
+        raise InputError(
+            f"{stmt.where}: tma_load into '{buf}' before an acquire of it in role '{rr.role.name}'"
+        )
+    key = cursor.current.key
+    rings = [r.rings[buf] for r in receivers]
+    rr.transfer(share, operand=operand, write=False, latency_extra=rr.rates.tma_extra_ns,
+                on_done=lambda: [ring.credit(key, share) for ring in rings])  # fmt: skip
+    rr.sm.servers["tma"].reserve(0.0)
+    return None
+
+
+def _tma_store(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
+    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    rr.queue("tma_store").append(rr.transfer(nbytes, operand=None, write=True))
+
+
+def _cp_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
+    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    buf = stmt.args.get("buf")
+    ring = rr.cta.rings.get(buf) if buf else None
+    on_done = None
+    if ring is not None and ring.producer == "cp_async":
+        cursor = rr.cursors.get(buf)  # type: ignore[arg-type]
+        if cursor is None or cursor.current is None:
+            raise InputError(f"{stmt.where}: cp_async into '{buf}' before an acquire of it")
+        key = cursor.current.key
+        on_done = lambda: ring.credit(key, nbytes)  # noqa: E731
+    rr.queue("cp_async").append(
+        rr.transfer(nbytes, operand=stmt.args.get("operand"), write=False, on_done=on_done)
+    )
+
+
+def _ldg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
+    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    rr.queue("ldg").append(rr.transfer(nbytes, operand=stmt.args.get("operand"), write=False))
+
+
+def _stg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
+    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    rr.cta.outstanding.append(rr.transfer(nbytes, operand=None, write=True))
+
+
+def _reduce(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
+    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    return rr.transfer(nbytes, operand=None, write=True)
+
+
+def _smem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
+    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    return rr.sm.servers["lsu"].serve(nbytes / rr.rates.smem_bytes_per_ns, label=stmt.op)
+
+
+def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
+    unit = stmt.args["unit"]
+    m, n, k = (float(rr._eval(e, stmt)) for e in stmt.args["mnk"])
+    dtype = stmt.args.get("dtype") or rr.cta.sched.dtype
+    dtype = rr.vars.get(dtype, dtype) if isinstance(rr.vars.get(dtype), str) else dtype
+    flops = 2.0 * m * n * k
+    rate = rr.rates.mma_flops_per_ns(unit, dtype, stmt.where)
+    cta_group = int(rr._eval(stmt.args["cta_group"], stmt)) if "cta_group" in stmt.args else 1
+    label = stmt.label or f"{unit} {int(m)}x{int(n)}x{int(k)}"
+    if unit == "mma_sync":
+        duration = flops / (rate * rr.sm_fraction)
+        rr.sm.tensor_flops += flops
+        latency = rr.rates.arch.tensor_cores.mma_sync.latency_cycles / rr.rates.clock_ghz
+        return rr.sm.servers["tensor"].serve(duration, label=label, extra_latency_ns=latency)
+    if cta_group == 2:
+        if len(rr.cta.pair) != 2:
+            raise ScheduleRefused(f"{stmt.where}: cta_group 2 needs launch.cta_pair")
+        sms = rr.cta.pair
+        duration = flops / 2 / rate
+        start = max(sm.servers["tensor"].free_at_ns for sm in sms)
+        end = 0.0
+        for sm in sms:
+            _, end = sm.servers["tensor"].reserve(duration, earliest_ns=max(start, rr.env.now), label=label)
+            sm.tensor_flops += flops / 2
+        event = rr.env.timeout(end - rr.env.now)
+    else:
+        _, end = rr.sm.servers["tensor"].reserve(flops / rate, label=label)
+        rr.sm.tensor_flops += flops
+        event = rr.env.timeout(end - rr.env.now)
+    if unit == "wgmma":
+        rr.queue("wgmma").append(event)
+    rr.last_mma = event
+    return None
+
+
+def _tmem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
+    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    event = rr.sm.servers["tmem"].serve(nbytes / rr.rates.tmem_bytes_per_ns, label=stmt.op)
+    if stmt.op == "tmem_load":
+        rr.queue("tmem_ld").append(event)
+        return None
+    return event
+
+
+def _cuda(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
+    elems = float(rr._eval(stmt.args["elems"], stmt))
+    if "mix" in stmt.args:
+        mix = rr.cta.sched.mixes.get(stmt.args["mix"])
+        if mix is None:
+            raise InputError(
+                f"{stmt.where}: unknown mix '{stmt.args['mix']}'; known: {', '.join(rr.cta.sched.mixes)}"
+            )
+    else:
+        mix = stmt.args["ops"]
+    r = rr.rates
+    frac = rr.sm_fraction
+    demands = {
+        "fp32": elems * mix.get("fp32", 0.0) / r.fp32_ops_per_ns,
+        "sfu": elems * mix.get("ex2", 0.0) / r.ex2_per_ns,
+        "cvt": elems * mix.get("cvt", 0.0) / r.cvt_per_ns,
+        "int": elems * mix.get("int", 0.0) / r.int_per_ns,
+        "issue": elems * sum(mix.values()) / r.issue_lane_ops_per_ns,
+    }
+    end = rr.env.now
+    label = stmt.label or (stmt.args.get("mix") or "cuda")
+    for pipe, duration in demands.items():
+        if duration > 0:
+            _, finish = rr.sm.servers[pipe].reserve(duration / frac, label=label)
+            end = max(end, finish)
+    return rr.env.timeout(end - rr.env.now)
+
+
+_HANDLERS = {
+    "acquire": _acquire,
+    "commit": _commit,
+    "wait": _wait,
+    "release": _release,
+    "arrive": _arrive,
+    "sync": _sync,
+    "syncthreads": _syncthreads,
+    "wait_async": _wait_async,
+    "tma_load": _tma_load,
+    "tma_store": _tma_store,
+    "cp_async": _cp_async,
+    "ldg": _ldg,
+    "stg": _stg,
+    "lds": _smem,
+    "sts": _smem,
+    "mma": _mma,
+    "tmem_load": _tmem,
+    "tmem_store": _tmem,
+    "cuda": _cuda,
+    "reduce": _reduce,
+}

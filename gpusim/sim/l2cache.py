@@ -1,0 +1,57 @@
+"""An L2 that caches tensor panels, keyed by operand and tile coordinates.
+
+Units of one wave run together, so a panel that several of them read is fetched from HBM once (the
+others hit). Between waves the L2 keeps panels in LRU order up to its capacity. The result is, per
+wave and operand, the fraction of the bytes the kernel reads that come from HBM: raster order,
+swizzle and K/V sharing across heads change it the way they change HBM traffic on hardware.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from gpusim.schedule.ir import Schedule
+from gpusim.sim.scheduler import WorkPlan
+
+
+def panel_miss_fractions(
+    sched: Schedule, plan: WorkPlan, l2_bytes: float, multicast: dict[str, int] | None = None
+) -> list[dict[str, float]]:
+    """For each wave, operand name -> fraction of its L2 reads that come from HBM (the rest hit).
+
+    With TMA multicast over ``n`` CTAs each CTA reads ``1/n`` of a panel from L2, so the L2 reads of
+    a wave are the panel uses divided by ``n``.
+    """
+    multicast = multicast or {}
+    cache: OrderedDict[tuple[Any, ...], float] = OrderedDict()
+    used_bytes = 0.0
+    result: list[dict[str, float]] = []
+    env = dict(sched.env)
+    for w in range(plan.num_waves):
+        units = plan.wave(w)
+        fractions: dict[str, float] = {}
+        for name, operand in sched.operands.items():
+            uses: dict[tuple[Any, ...], int] = {}
+            sizes: dict[tuple[Any, ...], float] = {}
+            for unit in units:
+                local = {**env, **unit}
+                key = (name, *(k(local, where=f"operands.{name}.key") for k in operand.key))
+                uses[key] = uses.get(key, 0) + 1
+                if key not in sizes:
+                    sizes[key] = float(operand.bytes(local, where=f"operands.{name}.bytes"))
+            total = sum(uses[k] * sizes[k] for k in uses) / max(1, multicast.get(name, 1))
+            missing = 0.0
+            for key, size in sizes.items():
+                if key in cache:
+                    cache.move_to_end(key)
+                else:
+                    missing += size
+                    cache[key] = size
+                    used_bytes += size
+            while used_bytes > l2_bytes and cache:
+                _, size = cache.popitem(last=False)
+                used_bytes -= size
+            fractions[name] = min(1.0, missing / total) if total > 0 else 1.0
+        result.append(fractions)
+    return result

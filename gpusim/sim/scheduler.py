@@ -1,0 +1,203 @@
+"""Tile schedulers: which work units exist, in what order, and which CTA slot runs which.
+
+A *slot* is one resident cluster position (SMs // cluster_size of them, times CTAs per SM). Slot ``s``
+runs its list of cluster units in order; the ``w``-th unit of every slot runs at about the same time
+(wave ``w``), which the L2 tile cache uses. Slots whose lists have the same work signature behave
+identically and are simulated once, standing for all of them (their *weight*).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from gpusim.arch import Arch
+from gpusim.errors import InputError
+from gpusim.schedule.ir import Schedule
+from gpusim.schedule.program import walk
+
+Unit = dict[str, Any]
+ClusterUnit = tuple[Unit, ...]
+
+
+@dataclass(frozen=True)
+class SmGroup:
+    """Identical groups of ``cluster_size`` SMs: one is simulated, standing for ``weight`` of them."""
+
+    index: int
+    weight: int
+    slots: tuple[tuple[ClusterUnit, ...], ...]
+    """Per CTA position on the SMs (ctas_per_sm of them): that slot's cluster units in order."""
+
+
+@dataclass(frozen=True)
+class WorkPlan:
+    """Every slot's work, the waves for the L2 cache, and the groups to simulate."""
+
+    slot_lists: tuple[tuple[ClusterUnit, ...], ...]
+    groups: tuple[SmGroup, ...]
+    num_units: int
+    cluster_grid: tuple[int, ...]
+
+    @property
+    def num_waves(self) -> int:
+        """The longest slot list."""
+        return max((len(s) for s in self.slot_lists), default=0)
+
+    def wave(self, w: int) -> list[Unit]:
+        """Every CTA unit that runs as the ``w``-th unit of its slot."""
+        return [u for s in self.slot_lists if len(s) > w for u in s[w]]
+
+
+def _ordered_cluster_coords(sched: Schedule, dims: list[int]) -> list[tuple[int, ...]]:
+    launch = sched.launch
+    if len(dims) == 1:
+        return [(i,) for i in range(dims[0])]
+    d0, d1, rest = dims[0], dims[1], dims[2:]
+    raster = launch.raster
+    if raster == "heuristic":
+        raster = "along_n" if d1 > d0 else "along_m"
+    s = launch.swizzle
+    if raster == "as_listed":
+        pairs = [(i, j) for j in range(d1) for i in range(d0)]
+    elif raster == "along_m":
+        pairs = [
+            (i, j)
+            for stripe in range(0, d1, s)
+            for i in range(d0)
+            for j in range(stripe, min(stripe + s, d1))
+        ]
+    else:
+        pairs = [
+            (i, j)
+            for stripe in range(0, d0, s)
+            for j in range(d1)
+            for i in range(stripe, min(stripe + s, d0))
+        ]
+    outer = list(itertools.product(*[range(r) for r in reversed(rest)]))
+    return [(i, j, *reversed(o)) for o in outer for i, j in pairs]
+
+
+def _program_names(sched: Schedule) -> set[str]:
+    names: set[str] = set()
+    for role in sched.roles.values():
+        for stmt, _ in walk(role.program):
+            if stmt.guard is not None:
+                names |= stmt.guard.names
+            for value in stmt.args.values():
+                items = (
+                    value
+                    if isinstance(value, tuple)
+                    else value.values()
+                    if isinstance(value, dict)
+                    else [value]
+                )
+                for item in items:
+                    names |= getattr(item, "names", frozenset())
+    return names
+
+
+def plan_work(sched: Schedule, arch: Arch) -> WorkPlan:
+    """Build units, assign them to slots and group identical slots."""
+    launch = sched.launch
+    cluster = launch.cluster
+    dim_names = [d for d, _ in launch.grid]
+    extents = [e for _, e in launch.grid]
+    csize = launch.cluster_size
+    cdims = [-(-e // (cluster[i] if i < 3 else 1)) for i, e in enumerate(extents)]
+    env = dict(sched.env)
+    kt = env.get("KT")
+
+    def make_unit(coords: tuple[int, ...], extra: dict[str, Any]) -> Unit:
+        unit: Unit = dict(zip(dim_names, coords, strict=True))
+        unit.update(extra)
+        local = {**env, **unit}
+        for name, expr in launch.fields.items():
+            unit[name] = expr(local, where=f"{sched.name}: launch.fields.{name}")
+            local[name] = unit[name]
+        return unit
+
+    def cluster_members(ccoord: tuple[int, ...], extra: dict[str, Any]) -> ClusterUnit:
+        members = []
+        for rank in range(csize):
+            offs = (rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1]))
+            coords = tuple(
+                min(c * (cluster[i] if i < 3 else 1) + (offs[i] if i < 3 else 0), extents[i] - 1)
+                for i, c in enumerate(ccoord)
+            )
+            members.append(make_unit(coords, {**extra, "cta_rank": rank}))
+        return tuple(members)
+
+    num_groups = arch.sm_count // csize
+    if num_groups < 1:
+        raise InputError(
+            f"{sched.name}: a cluster of {csize} CTAs needs more than the {arch.sm_count} SMs of {arch.id}"
+        )
+    num_slots = num_groups * launch.ctas_per_sm
+    order = _ordered_cluster_coords(sched, cdims)
+    slot_lists: list[list[ClusterUnit]] = [[] for _ in range(num_slots)]
+
+    if launch.scheduler == "stream_k":
+        if kt is None:
+            raise InputError(f"{sched.name}: stream_k needs a param KT (k-iterations per tile)")
+        total = len(order) * kt
+        per_slot = -(-total // num_slots)
+        for s in range(num_slots):
+            begin, end = s * per_slot, min(total, (s + 1) * per_slot)
+            pos = begin
+            while pos < end:
+                tile, k0 = divmod(pos, kt)
+                k1 = min(kt, k0 + (end - pos))
+                extra = {"k_begin": k0, "k_end": k1, "k_iters": k1 - k0, "is_last_split": int(k1 == kt),
+                         "is_first_split": int(k0 == 0), "split": int(k0 > 0)}  # fmt: skip
+                slot_lists[s].append(cluster_members(order[tile], extra))
+                pos += k1 - k0
+    else:
+        splits = launch.splits if launch.scheduler == "split_k" else 1
+        if splits > 1 and kt is None:
+            raise InputError(f"{sched.name}: split_k needs a param KT (k-iterations per tile)")
+        units: list[ClusterUnit] = []
+        for split in range(splits):
+            if kt is not None:
+                per = -(-kt // splits)
+                k0, k1 = split * per, min(kt, (split + 1) * per)
+            else:
+                k0 = k1 = 0
+            extra = {
+                "split": split,
+                "is_last_split": int(split == splits - 1),
+                "is_first_split": int(split == 0),
+            }
+            if kt is not None:
+                extra.update(k_begin=k0, k_end=k1, k_iters=k1 - k0)
+            units.extend(cluster_members(c, extra) for c in order)
+        for i, cu in enumerate(units):
+            slot_lists[i % num_slots].append(cu)
+
+    used = _program_names(sched)
+    sig_keys = sorted(
+        {k for s in slot_lists for cu in s for u in cu for k in u} & (used | set(launch.fields))
+    )
+    sig_keys = [k for k in sig_keys if k in used or k in launch.fields or k.startswith("k_")]
+
+    def signature(slot: list[ClusterUnit]) -> tuple:
+        return tuple(tuple(tuple(u.get(k) for k in sig_keys) for u in cu) for cu in slot)
+
+    groups: dict[tuple, list[int]] = {}
+    for g in range(num_groups):
+        positions = [slot_lists[g + p * num_groups] for p in range(launch.ctas_per_sm)]
+        key = tuple(signature(s) for s in positions)
+        groups.setdefault(key, []).append(g)
+    sm_groups = []
+    for idx, members in enumerate(groups.values()):
+        rep = members[0]
+        slots = tuple(tuple(slot_lists[rep + p * num_groups]) for p in range(launch.ctas_per_sm))
+        if any(slots):
+            sm_groups.append(SmGroup(index=idx, weight=len(members), slots=slots))
+    return WorkPlan(
+        slot_lists=tuple(tuple(s) for s in slot_lists),
+        groups=tuple(sm_groups),
+        num_units=sum(len(s) * csize for s in slot_lists),
+        cluster_grid=tuple(cdims),
+    )
