@@ -475,7 +475,7 @@ def _alias_table() -> dict[str, str]:
     for arch_id in _builtin_paths():
         table[arch_id] = arch_id
         for alias in _builtin_arch(arch_id).aliases:
-            table[alias.lower()] = arch_id
+            table[alias.lower().replace("-", "_")] = arch_id
     return table
 
 

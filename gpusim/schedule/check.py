@@ -62,6 +62,7 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
     """Refuse a schedule that does not fit or is not legal on ``arch``; return the budgets used."""
     launch = sched.launch
     sm = arch.sm
+    _check_ops(sched, arch)
     users = _buffer_users(sched)
     for buf, roles in users.items():
         if buf not in sched.buffers:
@@ -171,26 +172,6 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
         why = "needs cluster[0] even" if feats.cta_pair_mma else f"{arch.id} has no 2-CTA MMA (needs sm_100)"
         raise _fail(sched, arch, f"launch.cta_pair: {why}")
 
-    # ops legal on the arch
-    env = dict(sched.env)
-    for role in sched.roles.values():
-        for stmt, _ in walk(role.program):
-            where = f"{sched.name}: {stmt.where}"
-            if stmt.op in ("tma_load", "tma_store") and not feats.tma:
-                raise ScheduleRefused(
-                    f"{where}: TMA does not exist on {arch.id} (sm_{arch.sm_version}; needs sm_90)"
-                )
-            if stmt.op == "cp_async" and not feats.cp_async:
-                raise ScheduleRefused(
-                    f"{where}: cp.async does not exist on {arch.id} (sm_{arch.sm_version}; needs sm_80)"
-                )
-            if stmt.op == "tma_load" and "multicast" in stmt.args:
-                mc = _try_eval(stmt.args["multicast"], env)
-                if mc is not None and mc > 1 and (not feats.tma_multicast or launch.cluster_size < mc):
-                    raise ScheduleRefused(f"{where}: multicast {mc} needs TMA multicast and a cluster of at least {mc} "
-                                          f"CTAs (cluster is {launch.cluster_size})")  # fmt: skip
-            if stmt.op == "mma":
-                _check_mma(sched, arch, stmt, env, where)
     return Budgets(
         smem_bytes_per_cta=smem,
         smem_bytes_per_sm=per_sm,
@@ -206,6 +187,32 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
         warps_per_sm=warps_sm,
         ctas_per_sm=launch.ctas_per_sm,
     )
+
+
+def _check_ops(sched: Schedule, arch: Arch) -> None:
+    """Refuse what the arch lacks before any budget: MMA units, dtypes and shapes first, then TMA,
+    cp.async and multicast (a missing feature is the reason, whatever the budgets say)."""
+    launch = sched.launch
+    feats = arch.features
+    env = dict(sched.env)
+    statements = [stmt for role in sched.roles.values() for stmt, _ in walk(role.program)]
+    for stmt in sorted(statements, key=lambda st: st.op != "mma"):
+        where = stmt.where
+        if stmt.op in ("tma_load", "tma_store") and not feats.tma:
+            raise ScheduleRefused(
+                f"{where}: TMA does not exist on {arch.id} (sm_{arch.sm_version}; needs sm_90)"
+            )
+        if stmt.op == "cp_async" and not feats.cp_async:
+            raise ScheduleRefused(
+                f"{where}: cp.async does not exist on {arch.id} (sm_{arch.sm_version}; needs sm_80)"
+            )
+        if stmt.op == "tma_load" and "multicast" in stmt.args:
+            mc = _try_eval(stmt.args["multicast"], env)
+            if mc is not None and mc > 1 and (not feats.tma_multicast or launch.cluster_size < mc):
+                raise ScheduleRefused(f"{where}: multicast {mc} needs TMA multicast and a cluster of at least {mc} "
+                                      f"CTAs (cluster is {launch.cluster_size})")  # fmt: skip
+        if stmt.op == "mma":
+            _check_mma(sched, arch, stmt, env, where)
 
 
 def _try_eval(expr: Any, env: dict[str, Any]) -> Any:

@@ -119,10 +119,9 @@ class RoleRunner:
             elif op == "turn":
                 yield from self._turn(stmt)
             else:
-                handler = _HANDLERS[op]
-                event = handler(self, stmt, stmts, i)
+                self.blocked_on = stmt.where
+                event = _HANDLERS[op](self, stmt, stmts, i)
                 if event is not None:
-                    self.blocked_on = f"{stmt.where}"
                     yield event
 
     def _eval(self, expr: Any, stmt: Stmt) -> Any:

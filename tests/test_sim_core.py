@@ -1,0 +1,185 @@
+"""Core simulator behaviour: determinism, physics bounds, deadlock reports, refusals with numbers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusim.arch import load_arch
+from gpusim.errors import DeadlockError, ScheduleRefused
+from gpusim.report.summary import summarize
+from gpusim.schedule.load import load_schedule
+from gpusim.sim.engine import simulate
+
+H100 = load_arch("h100")
+
+
+def _predict(name: str, arch=H100, **overrides):
+    return summarize(simulate(load_schedule(name, arch, overrides), arch))
+
+
+def test_same_input_gives_identical_output() -> None:
+    """Two runs of the same prediction agree bit for bit."""
+    a = _predict("gemm_ws_pingpong", M=2048, N=2048, K=1024).as_dict()
+    b = _predict("gemm_ws_pingpong", M=2048, N=2048, K=1024).as_dict()
+    a.pop("sim"), b.pop("sim")
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    m=st.sampled_from([256, 1024, 3072, 4096]),
+    n=st.sampled_from([256, 1024, 2048, 4096]),
+    k=st.sampled_from([128, 512, 2048]),
+)
+def test_time_never_below_roofline_and_hbm_at_least_compulsory(m: int, n: int, k: int) -> None:
+    """Time >= max(FLOPs / dense peak, compulsory bytes / HBM bandwidth); HBM reads >= inputs read once."""
+    p = _predict("gemm_ws_pingpong", M=m, N=n, K=k)
+    assert p.time_us >= p.roofline_us * (1 - 1e-9)
+    compulsory_reads = (m * k + n * k) * 2
+    assert p.hbm_read_bytes >= compulsory_reads * (1 - 1e-6)
+
+
+@settings(max_examples=6, deadline=None)
+@given(scale=st.sampled_from([1.1, 1.5, 2.0]), size=st.sampled_from([1024, 2048]))
+def test_more_bandwidth_or_clock_never_slower(scale: float, size: int) -> None:
+    """Raising HBM bandwidth or the SM clock never makes a kernel slower."""
+    base = _predict("gemm_ws_pingpong", M=size, N=size, K=size).time_us
+    mem = H100.memory.model_copy(
+        update={"hbm_bandwidth_bytes_per_s": H100.memory.hbm_bandwidth_bytes_per_s * scale}
+    )
+    faster_mem = H100.model_copy(update={"memory": mem})
+    assert _predict("gemm_ws_pingpong", arch=faster_mem, M=size, N=size, K=size).time_us <= base * (1 + 1e-9)
+    cal = H100.calibration.model_copy(update={"sustained_clock_mhz": H100.clocks.tensor_clock_mhz * scale})
+    faster_clock = H100.model_copy(update={"calibration": cal})
+    assert _predict("gemm_ws_pingpong", arch=faster_clock, M=size, N=size, K=size).time_us <= base * (
+        1 + 1e-9
+    )
+
+
+def test_tma_multicast_lowers_l2_traffic() -> None:
+    """Multicasting A over a 1x2 cluster halves A's L2->SM reads."""
+    with_mc = simulate(load_schedule("gemm_ws_pingpong", H100, {"M": 4096, "N": 4096, "K": 1024}), H100)
+    without = simulate(
+        load_schedule("gemm_ws_pingpong", H100, {"M": 4096, "N": 4096, "K": 1024, "CLUSTER_N": 1}), H100
+    )
+    assert with_mc.net.l2_read_bytes < 0.8 * without.net.l2_read_bytes
+
+
+def test_more_stages_help_until_shared_memory_runs_out() -> None:
+    """Stages 2 -> 4 speed up the mainloop; 8 stages of 32 KiB do not fit and are refused with numbers."""
+    t2 = _predict("gemm_ws_pingpong", M=4096, N=4096, K=4096, STAGES=2).time_us
+    t4 = _predict("gemm_ws_pingpong", M=4096, N=4096, K=4096, STAGES=4).time_us
+    assert t4 < t2
+    with pytest.raises(ScheduleRefused, match=r"KiB shared memory per CTA, h100 allows 227 KiB"):
+        _predict("gemm_ws_pingpong", STAGES=8)
+
+
+DEADLOCK = """
+schedule: deadlock_demo
+reference_arch: h100
+problem: {M: 256, N: 256, K: 256, dtype: bf16}
+params: {KT: 4}
+launch:
+  grid: {m: 2}
+buffers:
+  ab: {space: smem, stages: 2, bytes: 1024, protocol: tma->threads}
+roles:
+  producer:
+    warps: 1
+    program:
+    - tiles: {}
+      do:
+      - for: {k: KT - 1}
+        do:
+        - acquire: ab
+        - tma_load: {buf: ab, bytes: 1024}
+  consumer:
+    warps: 4
+    program:
+    - tiles: {}
+      do:
+      - for: {k: KT}
+        do:
+        - wait: ab
+        - release: ab
+"""
+
+
+def test_deadlock_is_reported_not_hung(tmp_path: Path) -> None:
+    """A consumer waiting on a stage never produced is reported with the blocked role, within a second."""
+    path = tmp_path / "deadlock_demo.yaml"
+    path.write_text(DEADLOCK)
+    start = time.perf_counter()
+    with pytest.raises(
+        DeadlockError, match=r"blocked roles: consumer .*waiting for stage \{'tile': 0, 'k': 3\}"
+    ):
+        simulate(load_schedule(str(path), H100), H100)
+    assert time.perf_counter() - start < 1.0
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpusim", "predict", str(path), "--arch", "h100"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "deadlock" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (["gemm_ws_pingpong", "--set", "BN=256"], "h100 allows 227 KiB per block"),
+        (["gemm_ws_pingpong", "--arch", "a100", "--set", "STAGES=4"], "wgmma does not exist on a100"),
+        (["gemm_ws_pingpong", "--set", "STAGS=4"], "unknown parameter 'STAGS'; did you mean 'STAGES'"),
+        (["gemm_ws_pingpong", "--set", "BM=BQ"], "unknown symbol 'BQ'"),
+        (["gemm_pingpong", "--arch", "h100"], "did you mean 'gemm_ws_pingpong'"),
+    ],
+)
+def test_refusals_are_one_line_with_exit_status_2(args: list[str], pattern: str) -> None:
+    """Refusals and bad requests: one clear line on stderr, exit status 2, no traceback."""
+    proc = subprocess.run([sys.executable, "-m", "gpusim", "predict", *args], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert pattern in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_op_typo_suggests_the_closest(tmp_path: Path) -> None:
+    """A YAML typo in an op name is refused with the closest op."""
+    path = tmp_path / "typo.yaml"
+    path.write_text(DEADLOCK.replace("- acquire: ab", "- aquire: ab"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpusim", "predict", str(path)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "unknown op 'aquire'; did you mean 'acquire'?" in proc.stderr
+
+
+def test_predict_json_and_trace(tmp_path: Path) -> None:
+    """--json has the documented keys; --trace writes a Chrome trace with complete events and counters."""
+    trace = tmp_path / "t.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpusim", "predict", "gemm_ws_pingpong", "--set", "M=1024", "--set", "N=1024",
+         "--json", "--trace", str(trace)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    data = json.loads(proc.stdout)
+    for key in ("time_us", "tflops", "hbm_gbps", "utilization", "bottleneck", "costs"):
+        assert key in data
+    assert {"tensor", "tma", "lsu", "fp32", "sfu", "hbm", "l2"} <= set(data["utilization"])
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e["ph"] == "X" for e in events) and any(
+        e["ph"] == "C" and e["name"] == "HBM GB/s" for e in events
+    )
+    for e in events:
+        assert {"name", "ph", "pid", "tid"} <= set(e)
+        if e["ph"] != "M":
+            assert "ts" in e
