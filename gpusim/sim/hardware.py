@@ -11,7 +11,7 @@ from gpusim.errors import ScheduleRefused
 from gpusim.sim.memory import FlowNetwork, Port
 from gpusim.sim.servers import FifoServer
 
-PIPES = ("tensor", "fp32", "sfu", "cvt", "int", "issue", "lsu", "tmem", "tma")
+PIPES = ("tensor", "fp32", "sfu", "cvt", "int", "issue", "lsu", "tmem")
 
 
 @dataclass(frozen=True)

@@ -377,7 +377,6 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
     rings = [r.rings[buf] for r in receivers]
     rr.transfer(share, operand=operand, write=False, latency_extra=rr.rates.tma_extra_ns,
                 on_done=lambda: [ring.credit(key, share) for ring in rings])  # fmt: skip
-    rr.sm.servers["tma"].reserve(0.0)
     return None
 
 
