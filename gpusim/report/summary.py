@@ -86,7 +86,7 @@ def summarize(run: SimRun) -> Prediction:
     return Prediction(
         schedule=sched.name,
         arch=arch.id,
-        problem={k: v for k, v in sched.env.items() if k in _problem_keys(run)},
+        problem={k: sched.env[k] for k in sched.symbols},
         time_us=total_ns / 1000,
         tflops=sched.flops / total_ns / 1e3,
         hbm_gbps=hbm_bytes / total_ns,
@@ -107,13 +107,6 @@ def summarize(run: SimRun) -> Prediction:
             "simulated_sm_groups": len(run.plan.groups),
         },
     )
-
-
-def _problem_keys(run: SimRun) -> set[str]:
-    from gpusim.schedule.load import _read_spec, schedule_path
-
-    spec = _read_spec(schedule_path(str(run.sched.source))) if run.sched.source else None
-    return set(spec.problem) | set(spec.params) if spec else set()
 
 
 def bottleneck_sentence(util: dict[str, float]) -> str:

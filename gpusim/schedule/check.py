@@ -232,8 +232,7 @@ def _check_mma(sched: Schedule, arch: Arch, stmt: Any, env: dict[str, Any], wher
         raise ScheduleRefused(
             f"{where}: {unit_name} does not exist on {arch.id} (sm_{arch.sm_version}; needs {needs})"
         )
-    dtype_name = stmt.args.get("dtype") or sched.dtype
-    dtype_name = env.get(dtype_name, dtype_name) if isinstance(env.get(dtype_name), str) else dtype_name
+    dtype_name = sched.mma_dtype(stmt.args.get("dtype"), env)
     spec = unit.dtypes.get(dtype_name)
     if spec is None:
         raise ScheduleRefused(f"{where}: {unit_name} on {arch.id} has no {dtype_name} path (supported: "

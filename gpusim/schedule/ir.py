@@ -118,6 +118,15 @@ class Schedule:
     barriers: Mapping[str, Barrier]
     roles: Mapping[str, Role]
     overrides: Mapping[str, Any]
+    symbols: tuple[str, ...] = ()
+    """Problem and param names, in file order (what --set may override and reports show)."""
+
+    def mma_dtype(self, arg: str | None, env: Mapping[str, Any]) -> str:
+        """The dtype an ``mma`` uses: its ``dtype`` argument (a dtype name, or a symbol holding one such
+        as ``acc_dtype``), else the problem dtype."""
+        name = arg or self.dtype
+        value = env.get(name)
+        return value if isinstance(value, str) else name
 
     @property
     def threads_per_cta(self) -> int:

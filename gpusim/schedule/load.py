@@ -164,6 +164,7 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
         barriers=barriers,
         roles=roles,
         overrides=dict(overrides),
+        symbols=(*spec.problem, *spec.params),
     )
 
 

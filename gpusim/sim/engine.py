@@ -9,8 +9,9 @@ from typing import Any
 import simpy
 
 from gpusim.arch import Arch
-from gpusim.errors import DeadlockError
+from gpusim.errors import DeadlockError, UnknownNameError
 from gpusim.schedule.check import Budgets, check_schedule
+from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
 from gpusim.sim.hardware import PIPES, Rates, SimSM
@@ -61,30 +62,25 @@ def _runs_on(role_cta: str, rank: int, pair: bool) -> bool:
     return role_cta == "all" or not pair or rank % 2 == 0
 
 
-def _multicast_buffers(sched: Schedule) -> dict[str, int]:
-    out: dict[str, int] = {}
+def _tma_multicasts(sched: Schedule) -> tuple[dict[str, int], dict[str, int]]:
+    """Largest TMA multicast factor (> 1) per buffer and per operand; a factor that depends on loop
+    symbols counts as multicast to the whole cluster."""
+    by_buffer: dict[str, int] = {}
+    by_operand: dict[str, int] = {}
     for role in sched.roles.values():
         for stmt, _ in walk(role.program):
-            if stmt.op == "tma_load" and "multicast" in stmt.args:
-                try:
-                    mc = int(stmt.args["multicast"](sched.env))
-                except Exception:
-                    mc = sched.launch.cluster_size
-                if mc > 1:
-                    out[stmt.args["buf"]] = max(out.get(stmt.args["buf"], 1), mc)
-    return out
-
-
-def _operand_multicast(sched: Schedule) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for role in sched.roles.values():
-        for stmt, _ in walk(role.program):
-            if stmt.op == "tma_load" and stmt.args.get("operand") and "multicast" in stmt.args:
-                try:
-                    out[stmt.args["operand"]] = int(stmt.args["multicast"](sched.env))
-                except Exception:
-                    out[stmt.args["operand"]] = sched.launch.cluster_size
-    return out
+            if stmt.op != "tma_load" or "multicast" not in stmt.args:
+                continue
+            try:
+                mc = int(stmt.args["multicast"](sched.env))
+            except (UnknownNameError, ExprError):
+                mc = sched.launch.cluster_size
+            if mc <= 1:
+                continue
+            by_buffer[stmt.args["buf"]] = max(by_buffer.get(stmt.args["buf"], 1), mc)
+            if stmt.args.get("operand"):
+                by_operand[stmt.args["operand"]] = max(by_operand.get(stmt.args["operand"], 1), mc)
+    return by_buffer, by_operand
 
 
 class _Builder:
@@ -96,7 +92,7 @@ class _Builder:
         self.runners: list[RoleRunner] = []
         self.rings: list[StageRing] = []
         self.pending_roles: list[simpy.Process] = []
-        self.multicast = _multicast_buffers(sched)
+        self.multicast = _tma_multicasts(sched)[0]
         self.sync_warps = sum(
             r.warps * r.replicas
             for r in sched.roles.values()
@@ -222,7 +218,7 @@ def simulate(sched: Schedule, arch: Arch, *, record: bool = False) -> SimRun:
     budgets = check_schedule(sched, arch)
     start = time.perf_counter()
     plan = plan_work(sched, arch)
-    multicast = _operand_multicast(sched)
+    multicast = _tma_multicasts(sched)[1]
     miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
     rates = Rates.from_arch(arch)
     env = simpy.Environment()

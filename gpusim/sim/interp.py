@@ -424,8 +424,7 @@ def _smem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
 def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     unit = stmt.args["unit"]
     m, n, k = (float(rr._eval(e, stmt)) for e in stmt.args["mnk"])
-    dtype = stmt.args.get("dtype") or rr.cta.sched.dtype
-    dtype = rr.vars.get(dtype, dtype) if isinstance(rr.vars.get(dtype), str) else dtype
+    dtype = rr.cta.sched.mma_dtype(stmt.args.get("dtype"), rr.vars)
     flops = 2.0 * m * n * k
     rate = rr.rates.mma_flops_per_ns(unit, dtype, stmt.where)
     cta_group = int(rr._eval(stmt.args["cta_group"], stmt)) if "cta_group" in stmt.args else 1
