@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpusim.errors import GpusimError
+from gpusim.errors import GpusimError, InputError
 
 app = typer.Typer(
     name="gpusim",
@@ -78,22 +78,28 @@ def predict(
 ) -> None:
     """Simulate a schedule on an arch: time, TFLOPS, bandwidth, utilization per unit and the bottleneck."""
     from gpusim.arch import load_arch
+    from gpusim.autotune import is_auto, predict_auto
     from gpusim.report.console import make_console
     from gpusim.report.summary import prediction_tables, summarize
     from gpusim.schedule.load import _read_spec as read_spec
     from gpusim.schedule.load import load_schedule, parse_override, schedule_path
 
     overrides = dict(parse_override(s) for s in sets or [])
-    arch_obj = load_arch(arch or read_spec(schedule_path(schedule)).reference_arch)
-    sched = load_schedule(schedule, arch_obj, overrides)
-    from gpusim.sim.engine import simulate
+    if is_auto(schedule):
+        if trace is not None:
+            raise InputError("--trace needs a named schedule (run auto first, then predict its choice)")
+        prediction = predict_auto(schedule, load_arch(arch or "h100"), overrides)
+    else:
+        arch_obj = load_arch(arch or read_spec(schedule_path(schedule)).reference_arch)
+        sched = load_schedule(schedule, arch_obj, overrides)
+        from gpusim.sim.engine import simulate
 
-    run = simulate(sched, arch_obj, record=trace is not None)
-    prediction = summarize(run)
-    if trace is not None:
-        from gpusim.report.trace import write_trace
+        run = simulate(sched, arch_obj, record=trace is not None)
+        prediction = summarize(run)
+        if trace is not None:
+            from gpusim.report.trace import write_trace
 
-        write_trace(run, trace)
+            write_trace(run, trace)
     if as_json:
         _print_json(prediction.as_dict())
         return

@@ -179,7 +179,15 @@ def test_predict_json_and_trace(tmp_path: Path) -> None:
     assert any(e["ph"] == "X" for e in events) and any(
         e["ph"] == "C" and e["name"] == "HBM GB/s" for e in events
     )
+    tracks = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert {"tensor", "lsu"} <= tracks and any(t.startswith("role producer") for t in tracks)
+    assert any(t.startswith("role math") for t in tracks)
+    last: dict[tuple[int, int], float] = {}
     for e in events:
         assert {"name", "ph", "pid", "tid"} <= set(e)
+        if e["ph"] == "X":
+            key = (e["pid"], e["tid"])
+            assert e["ts"] >= last.get(key, 0.0) and e["dur"] >= 0
+            last[key] = e["ts"]
         if e["ph"] != "M":
             assert "ts" in e

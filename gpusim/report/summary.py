@@ -11,7 +11,7 @@ from gpusim.sim.engine import SimRun
 
 UNIT_LABELS = {
     "tensor": "tensor core",
-    "tma": "TMA",
+    "tma": "load port (TMA, cp.async, ldg)",
     "lsu": "LSU / shared memory",
     "fp32": "CUDA cores (fp32)",
     "sfu": "SFU (ex2)",
@@ -46,6 +46,8 @@ class Prediction:
     clock_mhz: float
     roofline_us: float
     sim: dict[str, Any]
+    choice: dict[str, Any] | None = None
+    """For auto schedules: the chosen schedule and parameters, and every candidate tried."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -133,14 +135,24 @@ def prediction_tables(p: Prediction) -> list[Table]:
         ("HBM", f"{p.hbm_gbps:,.0f} GB/s ({(p.hbm_read_bytes + p.hbm_write_bytes) / 1e9:,.3f} GB moved)"),
         ("L2", f"{p.l2_gbps:,.0f} GB/s, hit rate {p.l2_hit_rate:.1%}"),
         ("occupancy", ", ".join(f"{k}={v}" for k, v in p.occupancy.items())),
-        ("shared memory", f"{p.budgets['smem_bytes_per_cta'] / 1024:.1f} KiB per CTA of "
-                          f"{p.budgets['smem_limit_per_block'] / 1024:.0f} KiB"),
-        ("registers", f"{p.budgets['registers_per_sm']:,} per SM of {p.budgets['registers_limit_per_sm']:,} "
-                      f"(max {p.budgets['max_regs_per_thread']} per thread)"),
+        (
+            "shared memory",
+            f"{p.budgets['smem_bytes_per_cta'] / 1024:.1f} KiB per CTA of "
+            f"{p.budgets['smem_limit_per_block'] / 1024:.0f} KiB",
+        ),
+        (
+            "registers",
+            f"{p.budgets['registers_per_sm']:,} per SM of {p.budgets['registers_limit_per_sm']:,} "
+            f"(max {p.budgets['max_regs_per_thread']} per thread)",
+        ),
         ("TMEM", f"{p.budgets['tmem_cols_per_cta']} of {p.budgets['tmem_cols_limit']} columns"),
         ("bottleneck", p.bottleneck),
         ("costs", f"{p.costs} parameters, SM clock {p.clock_mhz:,.0f} MHz"),
-    ]  # fmt: skip
+    ]
+    if p.choice is not None:
+        params = ", ".join(f"{k}={v}" for k, v in p.choice["params"].items()) or "defaults"
+        tried = sum(1 for c in p.choice["candidates"] if c["time_us"] is not None)
+        rows.insert(0, ("auto choice", f"{p.choice['schedule']} ({params}); {tried} candidates simulated"))  # fmt: skip
     for k, v in rows:
         head.add_row(k, v)
     util = Table(title="utilization (fraction of kernel time, all SMs)", title_justify="left")

@@ -1,5 +1,8 @@
 """Chrome / Perfetto trace of a simulation: one process per simulated SM, one track per agent and role.
 
+Agent tracks show when each unit (tensor core, pipes, LSU, memory ports) is busy; role tracks show what
+each role replica spends its time in (a wait on a stage, an MMA, CUDA-core math, a turnstile).
+
 Open the file in https://ui.perfetto.dev (or chrome://tracing). Timestamps are microseconds, as the
 Chrome trace format requires. HBM and L2 bandwidth appear as counters on a "chip" process.
 """
@@ -49,6 +52,19 @@ def trace_events(run: SimRun) -> list[dict[str, Any]]:
                  "dur": max(b - a, 0.0) / 1000}
                 for a, b, kind in port.spans
             )  # fmt: skip
+    role_tid: dict[int, int] = {}
+    for runner in run.runners:
+        if not runner.spans:
+            continue
+        pid = runner.sm.index + 1
+        tid = role_tid[pid] = role_tid.get(pid, 100) + 1
+        events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                       "args": {"name": f"role {runner.name} (CTA rank {runner.cta.rank})"}})  # fmt: skip
+        events.extend(
+            {"name": label, "cat": "role", "ph": "X", "pid": pid, "tid": tid, "ts": a / 1000,
+             "dur": (b - a) / 1000}
+            for a, b, label in runner.spans
+        )  # fmt: skip
     for name, samples in (("HBM GB/s", run.net.hbm_rate_samples), ("L2 GB/s", run.net.l2_rate_samples)):
         for t_ns, bytes_per_ns in samples or []:
             events.append({"name": name, "ph": "C", "pid": _CHIP_PID, "tid": 0, "ts": t_ns / 1000,

@@ -208,6 +208,9 @@ def _check_ops(sched: Schedule, arch: Arch) -> None:
             )
         if stmt.op == "tma_load" and "multicast" in stmt.args:
             mc = _try_eval(stmt.args["multicast"], env)
+            if mc is not None and mc > 1 and "operand" not in stmt.args:
+                raise InputError(f"{where}: a multicast load needs 'operand' (which CTAs share it follows from "
+                                 "the operand's key)")  # fmt: skip
             if mc is not None and mc > 1 and (not feats.tma_multicast or launch.cluster_size < mc):
                 raise ScheduleRefused(f"{where}: multicast {mc} needs TMA multicast and a cluster of at least {mc} "
                                       f"CTAs (cluster is {launch.cluster_size})")  # fmt: skip

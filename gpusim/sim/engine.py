@@ -9,7 +9,7 @@ from typing import Any
 import simpy
 
 from gpusim.arch import Arch
-from gpusim.errors import DeadlockError, UnknownNameError
+from gpusim.errors import DeadlockError, ScheduleRefused, UnknownNameError
 from gpusim.schedule.check import Budgets, check_schedule
 from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Schedule
@@ -62,11 +62,10 @@ def _runs_on(role_cta: str, rank: int, pair: bool) -> bool:
     return role_cta == "all" or not pair or rank % 2 == 0
 
 
-def _tma_multicasts(sched: Schedule) -> tuple[dict[str, int], dict[str, int]]:
-    """Largest TMA multicast factor (> 1) per buffer and per operand; a factor that depends on loop
-    symbols counts as multicast to the whole cluster."""
-    by_buffer: dict[str, int] = {}
-    by_operand: dict[str, int] = {}
+def _tma_multicasts(sched: Schedule) -> dict[str, dict[str, int]]:
+    """Buffer -> operand -> largest TMA multicast factor (> 1) of loads of that operand into the
+    buffer; a factor that depends on loop symbols counts as multicast to the whole cluster."""
+    found: dict[str, dict[str, int]] = {}
     for role in sched.roles.values():
         for stmt, _ in walk(role.program):
             if stmt.op != "tma_load" or "multicast" not in stmt.args:
@@ -75,12 +74,19 @@ def _tma_multicasts(sched: Schedule) -> tuple[dict[str, int], dict[str, int]]:
                 mc = int(stmt.args["multicast"](sched.env))
             except (UnknownNameError, ExprError):
                 mc = sched.launch.cluster_size
-            if mc <= 1:
-                continue
-            by_buffer[stmt.args["buf"]] = max(by_buffer.get(stmt.args["buf"], 1), mc)
-            if stmt.args.get("operand"):
-                by_operand[stmt.args["operand"]] = max(by_operand.get(stmt.args["operand"], 1), mc)
-    return by_buffer, by_operand
+            if mc > 1:
+                per_buffer = found.setdefault(stmt.args["buf"], {})
+                operand = stmt.args["operand"]
+                per_buffer[operand] = max(per_buffer.get(operand, 1), mc)
+    return found
+
+
+def _operand_multicast(multicasts: dict[str, dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for per_buffer in multicasts.values():
+        for operand, mc in per_buffer.items():
+            out[operand] = max(out.get(operand, 1), mc)
+    return out
 
 
 class _Builder:
@@ -92,7 +98,7 @@ class _Builder:
         self.runners: list[RoleRunner] = []
         self.rings: list[StageRing] = []
         self.pending_roles: list[simpy.Process] = []
-        self.multicast = _tma_multicasts(sched)[0]
+        self.multicast = _tma_multicasts(sched)
         self.sync_warps = sum(
             r.warps * r.replicas
             for r in sched.roles.values()
@@ -141,13 +147,8 @@ class _Builder:
             ctas.append(cta)
         for cta in ctas:
             self._build_sync(cta, ctas)
-        for buf, mc in self.multicast.items():
-            for cta in ctas:
-                base = cta.rank - cta.rank % mc
-                cta.peers[buf] = ctas[base : base + mc]
-            for base in range(0, csize, mc):
-                group = [c.rings[buf] for c in ctas[base : base + mc] if buf in c.rings]
-                couple(group)
+        for buf, operands in self.multicast.items():
+            self._link_multicast(ctas, buf, operands)
         procs = []
         for cta in ctas:
             for role in sched.roles.values():
@@ -159,6 +160,41 @@ class _Builder:
                     procs.append(self.env.process(runner.run()))
             self.pending_roles.extend(procs)
         return procs
+
+    def _link_multicast(self, ctas: list[Cta], buf: str, operands: dict[str, int]) -> None:
+        """A multicast load of an operand reaches the CTAs of the cluster that read the same panel
+        (same operand key); their rings of ``buf`` are refilled only when empty in all of them."""
+        sched = self.sched
+        parent = list(range(len(ctas)))  # union-find over CTA ranks
+
+        def root(rank: int) -> int:
+            while parent[rank] != rank:
+                rank = parent[rank]
+            return rank
+
+        for operand, mc in operands.items():
+            groups: dict[tuple[Any, ...], list[Cta]] = {}
+            for cta in ctas:
+                local = {**sched.env, **cta.units[0]}
+                key = tuple(k(local, where=f"operands.{operand}.key") for k in sched.operands[operand].key)
+                groups.setdefault(key, []).append(cta)
+            for members in groups.values():
+                if len(members) != mc:
+                    raise ScheduleRefused(
+                        f"{sched.name}: tma_load of {operand} into '{buf}' multicasts to {mc} CTAs, but "
+                        f"{len(members)} CTA(s) of the {list(sched.launch.cluster)} cluster read the same {operand} "
+                        "panel; multicast along the cluster dimension whose CTAs share the operand"
+                    )
+                for cta in members:
+                    cta.peers[operand] = members
+                    parent[root(cta.rank)] = root(members[0].rank)
+        by_root: dict[int, list[StageRing]] = {}
+        for cta in ctas:
+            ring = cta.rings.get(buf)
+            if ring is not None and all(ring is not r for r in by_root.get(root(cta.rank), [])):
+                by_root.setdefault(root(cta.rank), []).append(ring)
+        for rings in by_root.values():
+            couple(rings)
 
     def _build_sync(self, cta: Cta, ctas: list[Cta]) -> None:
         sched, env = self.sched, self.env
@@ -213,12 +249,15 @@ class _Builder:
         cta.syncthreads = NamedBarrier(env, "__syncthreads", max(1, self.sync_warps))
 
 
-def simulate(sched: Schedule, arch: Arch, *, record: bool = False) -> SimRun:
-    """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles."""
+def simulate(sched: Schedule, arch: Arch, *, record: bool = False, group_identical: bool = True) -> SimRun:
+    """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
+
+    ``group_identical`` simulates SM groups with identical work once, standing for all of them; turn it
+    off to simulate every SM (slower; the two agree, which a test checks)."""
     budgets = check_schedule(sched, arch)
     start = time.perf_counter()
-    plan = plan_work(sched, arch)
-    multicast = _tma_multicasts(sched)[1]
+    plan = plan_work(sched, arch, group_identical=group_identical)
+    multicast = _operand_multicast(_tma_multicasts(sched))
     miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
     rates = Rates.from_arch(arch)
     env = simpy.Environment()

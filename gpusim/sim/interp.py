@@ -47,6 +47,7 @@ class Cta:
     turnstiles: dict[str, Turnstile] = field(default_factory=dict)
     syncthreads: NamedBarrier | None = None
     peers: dict[str, list[Cta]] = field(default_factory=dict)
+    """Operand -> the CTAs of the cluster that receive this CTA's multicast of it (itself included)."""
     pair: list[SimSM] = field(default_factory=list)
     outstanding: list[simpy.Event] = field(default_factory=list)
     operand_multicast: dict[str, int] = field(default_factory=dict)
@@ -85,6 +86,8 @@ class RoleRunner:
         )
         self.name = f"{role.name}[{replica}]" if role.replicas > 1 else role.name
         self._lookahead: dict[tuple[int, int], list[Stmt]] = {}
+        self.spans: list[tuple[float, float, str]] | None = [] if cta.sm.record_spans else None
+        """(start ns, end ns, label) of every op the role spent time in, when recording a trace."""
 
     # ---- driver -----------------------------------------------------------------------------------
 
@@ -122,7 +125,10 @@ class RoleRunner:
                 self.blocked_on = stmt.where
                 event = _HANDLERS[op](self, stmt, stmts, i)
                 if event is not None:
+                    start = self.env.now
                     yield event
+                    if self.spans is not None and self.env.now > start:
+                        self.spans.append((start, self.env.now, _span_label(stmt)))
 
     def _eval(self, expr: Any, stmt: Stmt) -> Any:
         return expr(self.vars, where=stmt.where)
@@ -160,7 +166,10 @@ class RoleRunner:
             self.blocked_on = (
                 f"{stmt.where} (waiting for its turn on '{name}', held by replica {turnstile.token})"
             )
+            start = self.env.now
             yield event
+            if self.spans is not None and self.env.now > start:
+                self.spans.append((start, self.env.now, f"turn {name}"))
         yield from self._block(stmt.body)
         turnstile.pass_turn(self.replica)
 
@@ -233,6 +242,17 @@ class RoleRunner:
             return done
         port.submit(t)  # type: ignore[union-attr]
         return done
+
+
+def _span_label(stmt: Stmt) -> str:
+    """A short trace label: the op and what it names (``wait ab``, ``cuda softmax``, ``mma wgmma``)."""
+    if stmt.label:
+        return stmt.label
+    args = stmt.args
+    target = (
+        args.get("buf") or args.get("bar") or args.get("queue") or args.get("mix") or args.get("unit") or ""
+    )
+    return f"{stmt.op} {target}".strip()
 
 
 # ---- op handlers: each returns an event to wait on, or None -----------------------------------------
@@ -353,7 +373,7 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
     operand = stmt.args.get("operand")
     cta = rr.cta
     share = nbytes / multicast
-    receivers = cta.peers.get(buf, [cta]) if multicast > 1 else [cta]
+    receivers = cta.peers.get(operand, [cta]) if multicast > 1 and operand else [cta]
     if buf in cta.chunks:
         ctx = rr.context(stmt)
         key = tag_key(ctx)

@@ -98,8 +98,8 @@ def _program_names(sched: Schedule) -> set[str]:
     return names
 
 
-def plan_work(sched: Schedule, arch: Arch) -> WorkPlan:
-    """Build units, assign them to slots and group identical slots."""
+def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> WorkPlan:
+    """Build units, assign them to slots and group identical slots (each alone when not ``group_identical``)."""
     launch = sched.launch
     cluster = launch.cluster
     dim_names = [d for d, _ in launch.grid]
@@ -187,7 +187,7 @@ def plan_work(sched: Schedule, arch: Arch) -> WorkPlan:
     groups: dict[tuple, list[int]] = {}
     for g in range(num_groups):
         positions = [slot_lists[g + p * num_groups] for p in range(launch.ctas_per_sm)]
-        key = tuple(signature(s) for s in positions)
+        key = tuple(signature(s) for s in positions) if group_identical else (g,)
         groups.setdefault(key, []).append(g)
     sm_groups = []
     for idx, members in enumerate(groups.values()):

@@ -1,0 +1,88 @@
+"""auto:gemm and the directions kernel engineers know, on every generation's GEMM path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from gpusim.arch import load_arch
+from gpusim.autotune import search_gemm
+from gpusim.report.summary import summarize
+from gpusim.schedule.load import load_schedule
+from gpusim.sim.engine import simulate
+
+NATIVE_UNIT = {
+    "v100": "gemm_sync",
+    "a100": ("gemm_sync", "gemm_cp_async"),
+    "h100": "gemm_ws",
+    "b200": "gemm_tcgen05",
+}
+
+
+@pytest.mark.parametrize("arch_id", ["v100", "a100", "h100", "b200"])
+def test_small_m_is_memory_bound_and_large_square_compute_bound(arch_id: str) -> None:
+    """M=32 is HBM-bound; 4096³ keeps the tensor cores >= 75% busy within 1.25x of the FLOP bound."""
+    arch = load_arch(arch_id)
+    small, _ = search_gemm(arch, {"M": 32, "N": 8192, "K": 8192, "dtype": "fp16"})
+    assert small.bottleneck.startswith("HBM-bound"), small.bottleneck
+    assert small.utilization["hbm"] >= 0.6
+    large, tried = search_gemm(arch, {"M": 4096, "N": 4096, "K": 4096, "dtype": "fp16"})
+    assert large.utilization["tensor"] >= 0.75
+    assert large.time_us <= 1.25 * large.roofline_us
+    assert large.choice is not None and large.choice["schedule"].startswith(NATIVE_UNIT[arch_id])
+    assert any(c.note.startswith("refused") for c in tried) or arch_id == "h100"
+
+
+def test_auto_reports_its_choice_and_refuses_schedule_parameters() -> None:
+    """The JSON names the chosen schedule and parameters; --set of a tile parameter is refused."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpusim", "predict", "auto:gemm", "--arch", "h100", "--set", "M=1024",
+         "--set", "N=1024", "--set", "K=1024"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "auto choice" in proc.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "gpusim", "predict", "auto:gemm", "--set", "BN=64"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "only the problem" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_split_k_helps_a_gemm_with_few_tiles() -> None:
+    """512x512x32768 has 8 output tiles for 132 SMs: splitting K four ways is much faster."""
+    h100 = load_arch("h100")
+    problem = {"M": 512, "N": 512, "K": 32768}
+
+    def time_us(splits: int) -> float:
+        sched = load_schedule("gemm_ws_cooperative", h100, {**problem, "SPLITS": splits})
+        return summarize(simulate(sched, h100)).time_us
+
+    assert time_us(4) < 0.5 * time_us(1)
+
+
+# Measured maxima of large square BF16/FP16 GEMMs (cuBLAS via PyTorch), with their sources; see
+# ../shared/measured. The model is not fitted to them: these bound how far datasheet costs land.
+MEASURED_MAXIMA = [
+    ("gemm_sync", "v100", "fp16", 97.36,
+     "zzc0721/torch-performance-test-data issue #140: Tesla V100-SXM2-16GB torch.mm fp16 N=8192"),
+    ("gemm_cp_async", "a100", "bf16", 271.2,
+     "stas00/ml-engineering compute/accelerator/README.md MAMF table: A100 SXM bf16 271.2 TFLOPS"),
+    ("gemm_ws_pingpong", "h100", "bf16", 797.51,
+     "zzc0721/torch-performance-test-data issue #79: H100 80GB HBM3 (SXM) torch.mm bf16 N=8192"),
+    ("gemm_tcgen05", "b200", "bf16", 1745.0,
+     "stas00/ml-engineering compute/accelerator/README.md MAMF table: B200 SXM bf16 1745 TFLOPS"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("schedule", "arch_id", "dtype", "measured_tflops", "source"), MEASURED_MAXIMA)
+def test_native_square_gemm_in_plausible_band_of_measured(
+    schedule: str, arch_id: str, dtype: str, measured_tflops: float, source: str
+) -> None:
+    """8192³ on each generation's native schedule (defaults) lands within 0.7x-1.3x of the measured maximum."""
+    arch = load_arch(arch_id)
+    sched = load_schedule(schedule, arch, {"M": 8192, "N": 8192, "K": 8192, "dtype": dtype})
+    predicted = summarize(simulate(sched, arch)).tflops
+    assert 0.7 * measured_tflops <= predicted <= 1.3 * measured_tflops, (predicted, source)

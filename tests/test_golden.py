@@ -1,0 +1,64 @@
+"""Golden results: every schedule in schedules/ runs on its reference arch and matches its checked-in summary.
+
+Regenerate after an intended model change with ``GPUSIM_UPDATE_GOLDEN=1 pytest tests/test_golden.py``
+and review the diff: every changed number is a changed prediction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpusim.arch import load_arch
+from gpusim.report.summary import summarize
+from gpusim.schedule.load import _read_spec, builtin_schedule_names, load_schedule, schedule_path
+from gpusim.sim.engine import simulate
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
+# Problem sizes that keep each run well under a second; the reference arch comes from the schedule file.
+PROBLEMS: dict[str, dict[str, Any]] = {
+    "gemm_sync": {"M": 2048, "N": 2048, "K": 1024},
+    "gemm_cp_async": {"M": 2048, "N": 2048, "K": 1024},
+    "gemm_ws_pingpong": {"M": 4096, "N": 4096, "K": 1024},
+    "gemm_ws_cooperative": {"M": 4096, "N": 4096, "K": 1024},
+    "gemm_tcgen05": {"M": 4096, "N": 4096, "K": 1024},
+    "stream": {"bytes": 64 * 2**20},
+}
+
+
+def _summary(name: str) -> dict[str, Any]:
+    arch = load_arch(_read_spec(schedule_path(name)).reference_arch)
+    p = summarize(simulate(load_schedule(name, arch, PROBLEMS.get(name, {})), arch))
+    return {
+        "arch": p.arch,
+        "problem": PROBLEMS.get(name, {}),
+        "time_us": p.time_us,
+        "tflops": p.tflops,
+        "hbm_gbps": p.hbm_gbps,
+        "l2_hit_rate": p.l2_hit_rate,
+        "utilization": p.utilization,
+        "bottleneck": p.bottleneck,
+    }
+
+
+def test_every_schedule_has_a_golden_problem() -> None:
+    """Adding a schedule means adding its golden problem here (and its golden file)."""
+    assert set(builtin_schedule_names()) == set(PROBLEMS)
+
+
+@pytest.mark.parametrize("name", builtin_schedule_names())
+def test_golden(name: str) -> None:
+    """The summary on the reference arch equals the checked-in one (floats to 1e-9 relative)."""
+    path = GOLDEN_DIR / f"{name}.json"
+    got = _summary(name)
+    if os.environ.get("GPUSIM_UPDATE_GOLDEN") == "1":
+        path.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
+    want = json.loads(path.read_text())
+    assert got["arch"] == want["arch"] and got["bottleneck"] == want["bottleneck"]
+    for key in ("time_us", "tflops", "hbm_gbps", "l2_hit_rate"):
+        assert got[key] == pytest.approx(want[key], rel=1e-9, abs=1e-12), key
+    assert got["utilization"] == pytest.approx(want["utilization"], rel=1e-9, abs=1e-12)
