@@ -64,6 +64,20 @@ def test_more_bandwidth_or_clock_never_slower(scale: float, size: int) -> None:
     )
 
 
+@settings(max_examples=6, deadline=None)
+@given(factor=st.sampled_from([0.25, 0.5, 2.0, 4.0]))
+def test_hbm_bytes_fall_when_l2_reuse_rises(factor: float) -> None:
+    """A larger L2 keeps more panels between waves: HBM reads never rise with L2 capacity."""
+    size = {"M": 8192, "N": 8192, "K": 2048}
+
+    def hbm_reads(l2_bytes: float) -> float:
+        arch = H100.model_copy(update={"memory": H100.memory.model_copy(update={"l2_size_bytes": l2_bytes})})
+        return simulate(load_schedule("gemm_ws_pingpong", arch, size), arch).net.hbm_read_bytes
+
+    small, large = sorted([H100.memory.l2_size_bytes, H100.memory.l2_size_bytes * factor])
+    assert hbm_reads(large) <= hbm_reads(small) * (1 + 1e-9)
+
+
 def test_tma_multicast_lowers_l2_traffic() -> None:
     """Multicasting A over a 1x2 cluster halves A's L2->SM reads."""
     with_mc = simulate(load_schedule("gemm_ws_pingpong", H100, {"M": 4096, "N": 4096, "K": 1024}), H100)
@@ -141,6 +155,9 @@ def test_deadlock_is_reported_not_hung(tmp_path: Path) -> None:
         (["gemm_ws_pingpong", "--set", "STAGS=4"], "unknown parameter 'STAGS'; did you mean 'STAGES'"),
         (["gemm_ws_pingpong", "--set", "BM=BQ"], "unknown symbol 'BQ'"),
         (["gemm_pingpong", "--arch", "h100"], "did you mean 'gemm_ws_pingpong'"),
+        (["gemm_ws_pingpong", "--set", "MATH_REGS=256"], "asks 256 registers per thread > 255"),
+        (["gemm_ws_pingpong", "--set", "MATH_REGS=248"], "needs 68,608 registers per CTA > 65,536 per block"),
+        (["gemm_tcgen05", "--arch", "h100"], "tcgen05 does not exist on h100"),
     ],
 )
 def test_refusals_are_one_line_with_exit_status_2(args: list[str], pattern: str) -> None:
