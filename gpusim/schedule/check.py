@@ -10,6 +10,7 @@ from gpusim.errors import InputError, ScheduleRefused, UnknownNameError
 from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
+from gpusim.schedule.protocols import check_protocols
 
 MBARRIER_BYTES = 8
 
@@ -80,6 +81,7 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
             )
         if bar.kind == "named" and bar.warps < 1:
             raise InputError(f"{sched.name}: barriers.{name}.warps: a named barrier needs warps >= 1")
+    check_protocols(sched)
 
     # shared memory
     smem = 0
