@@ -1,0 +1,40 @@
+"""Every schedule runs on every arch that has the hardware it needs and is refused, with the reason, elsewhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusim.arch import all_archs
+from gpusim.errors import ScheduleRefused
+from gpusim.report.summary import summarize
+from gpusim.schedule.load import builtin_schedule_names, load_schedule
+from gpusim.sim.engine import simulate
+
+NEEDS = {
+    "gemm_sync": (lambda a: True, ""),
+    "stream": (lambda a: True, ""),
+    "gemm_cp_async": (lambda a: a.features.cp_async and a.generation != "volta", "no bf16 path|cp.async"),
+    "gemm_ws_pingpong": (lambda a: a.features.wgmma, "wgmma does not exist"),
+    "gemm_ws_cooperative": (lambda a: a.features.wgmma, "wgmma does not exist"),
+    "gemm_tcgen05": (lambda a: a.features.tcgen05, "tcgen05 does not exist"),
+}
+SMALL = {"stream": {"bytes": 4 * 2**20}}
+
+
+def test_every_schedule_is_covered() -> None:
+    """A new schedule must say what hardware it needs."""
+    assert set(NEEDS) == set(builtin_schedule_names())
+
+
+@pytest.mark.parametrize("arch", all_archs(), ids=lambda a: a.id)
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_runs_where_the_hardware_exists(name: str, arch) -> None:
+    """Legal combinations simulate to a time at or above the roofline; the others are refused with why."""
+    has_hardware, reason = NEEDS[name]
+    sched_args = SMALL.get(name, {"M": 1024, "N": 1024, "K": 512})
+    if has_hardware(arch):
+        p = summarize(simulate(load_schedule(name, arch, sched_args), arch))
+        assert p.time_us >= p.roofline_us * (1 - 1e-9)
+    else:
+        with pytest.raises(ScheduleRefused, match=reason):
+            simulate(load_schedule(name, arch, sched_args), arch)
