@@ -27,6 +27,12 @@ PROBLEMS: dict[str, dict[str, Any]] = {
     "gemm_ws_cooperative": {"M": 4096, "N": 4096, "K": 1024},
     "gemm_tcgen05": {"M": 4096, "N": 4096, "K": 1024},
     "stream": {"bytes": 64 * 2**20},
+    "mla_decode_flashmla": {"batch": 16, "seqlen_kv": 2048},
+    "gemm_fp8_deepgemm": {"M": 2048, "N": 2048, "K": 2048},
+    "attn_fa2_fwd": {"batch": 1, "heads": 16, "seqlen_q": 2048},
+    "attn_fa2_bwd": {"batch": 1, "heads": 8, "seqlen_q": 1024},
+    "attn_fa3_fwd": {"batch": 1, "heads": 16, "seqlen_q": 2048},
+    "attn_fa4_fwd": {"batch": 2, "heads": 16, "seqlen_q": 2048},
 }
 
 

@@ -17,8 +17,16 @@ NEEDS = {
     "gemm_ws_pingpong": (lambda a: a.features.wgmma, "wgmma does not exist"),
     "gemm_ws_cooperative": (lambda a: a.features.wgmma, "wgmma does not exist"),
     "gemm_tcgen05": (lambda a: a.features.tcgen05, "tcgen05 does not exist"),
+    "mla_decode_flashmla": (lambda a: a.features.wgmma, "wgmma does not exist"),
+    "gemm_fp8_deepgemm": (lambda a: a.features.wgmma, "wgmma does not exist"),
+    "attn_fa2_fwd": (lambda a: a.features.cp_async and a.generation != "volta", "no bf16 path|cp.async"),
+    "attn_fa2_bwd": (lambda a: a.features.cp_async and a.generation != "volta", "no bf16 path|cp.async"),
+    "attn_fa3_fwd": (lambda a: a.features.wgmma, "wgmma does not exist"),
+    "attn_fa4_fwd": (lambda a: a.features.tcgen05, "tcgen05 does not exist"),
 }
-SMALL = {"stream": {"bytes": 4 * 2**20}}
+SMALL = {"stream": {"bytes": 4 * 2**20}, "mla_decode_flashmla": {"batch": 4, "seqlen_kv": 512}}
+ATTN_SMALL = {"batch": 1, "heads": 4, "seqlen_q": 512}
+SMALL.update({name: ATTN_SMALL for name in ("attn_fa2_fwd", "attn_fa2_bwd", "attn_fa3_fwd", "attn_fa4_fwd")})
 
 
 def test_every_schedule_is_covered() -> None:

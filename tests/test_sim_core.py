@@ -208,3 +208,41 @@ def test_predict_json_and_trace(tmp_path: Path) -> None:
             last[key] = e["ts"]
         if e["ph"] != "M":
             assert "ts" in e
+
+
+def test_trace_counters_stages_and_flows(tmp_path: Path) -> None:
+    """The richer trace: L2 hit rate and stages-in-use counters, stage tracks, and flow arrows whose
+    start (stage full) and end (the consumer's wait) pair up by id; timestamps monotone per track."""
+    trace = tmp_path / "t.json"
+    subprocess.run(
+        [sys.executable, "-m", "gpusim", "predict", "gemm_ws_pingpong", "--set", "M=1024", "--set", "N=1024",
+         "--set", "K=1024", "--json", "--trace", str(trace)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    events = json.loads(trace.read_text())["traceEvents"]
+    counters = {e["name"] for e in events if e["ph"] == "C"}
+    assert {"HBM GB/s", "L2 GB/s", "L2 hit rate %", "smem stages in use: ab"} <= counters
+    for e in events:
+        assert {"name", "ph", "pid", "tid"} <= set(e)
+        if e["ph"] == "C":
+            assert isinstance(e["args"], dict) and e["args"]
+        if e["ph"] in ("s", "f"):
+            assert "id" in e and "ts" in e
+    hit = [e["args"]["hit %"] for e in events if e["name"] == "L2 hit rate %"]
+    assert hit and all(0 <= h <= 100 for h in hit)
+    stages = [e["args"]["stages"] for e in events if e["name"] == "smem stages in use: ab"]
+    assert max(stages) <= 6 and min(stages) >= 0
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert starts and set(starts) == set(ends)
+    for fid, s in starts.items():
+        assert abs(ends[fid]["ts"] - s["ts"]) < 1e-3  # the wait ends when the stage becomes full
+    names = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert any(n.startswith("smem ab[0]") for n in names)
+    last: dict[tuple[int, int, str], float] = {}
+    for e in events:
+        if e["ph"] == "M":
+            continue
+        key = (e["pid"], e["tid"], e["name"] if e["ph"] == "C" else e["ph"])
+        assert e["ts"] >= last.get(key, 0.0) - 1e-9
+        last[key] = e["ts"]

@@ -48,6 +48,10 @@ class Prediction:
     sim: dict[str, Any]
     choice: dict[str, Any] | None = None
     """For auto schedules: the chosen schedule and parameters, and every candidate tried."""
+    attribution: dict[str, float] | None = None
+    """Share of the kernel time per cause (report/attribution.py); only from a recorded simulation."""
+    verdict: str | None = None
+    """One-line bottleneck verdict from the attribution; only from a recorded simulation."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -76,6 +80,12 @@ def summarize(run: SimRun) -> Prediction:
     peak = arch.dense_peak_tflops(sched.metrics_dtype)
     compute_ns = sched.flops / (peak * 1e3) if peak else 0.0
     memory_ns = sched.compulsory_bytes / (arch.memory.hbm_bandwidth_bytes_per_s / 1e9)
+    attribution = verdict = None
+    if run.sms and run.sms[0].ingress is not None and run.sms[0].ingress.spans is not None:
+        from gpusim.report.attribution import attribute
+
+        attr = attribute(run)
+        attribution, verdict = attr.shares, attr.verdict
     b = run.budgets
     occupancy = {
         "ctas_per_sm": b.ctas_per_sm,
@@ -108,6 +118,8 @@ def summarize(run: SimRun) -> Prediction:
             "events": run.events,
             "simulated_sm_groups": len(run.plan.groups),
         },
+        attribution=attribution,
+        verdict=verdict,
     )
 
 
@@ -147,6 +159,7 @@ def prediction_tables(p: Prediction) -> list[Table]:
         ),
         ("TMEM", f"{p.budgets['tmem_cols_per_cta']} of {p.budgets['tmem_cols_limit']} columns"),
         ("bottleneck", p.bottleneck),
+        *([("verdict", p.verdict)] if p.verdict else []),
         ("costs", f"{p.costs} parameters, SM clock {p.clock_mhz:,.0f} MHz"),
     ]
     if p.choice is not None:
@@ -160,4 +173,15 @@ def prediction_tables(p: Prediction) -> list[Table]:
     util.add_column("busy", justify="right")
     for k, v in sorted(p.utilization.items(), key=lambda kv: -kv[1]):
         util.add_row(UNIT_LABELS.get(k, k), f"{v:.1%}")
-    return [head, util]
+    tables = [head, util]
+    if p.attribution:
+        from gpusim.report.attribution import CAUSE_LABELS
+
+        attr = Table(title="where the time goes (critical path approximation)", title_justify="left")
+        attr.add_column("cause")
+        attr.add_column("share of kernel time", justify="right")
+        for k, v in sorted(p.attribution.items(), key=lambda kv: -kv[1]):
+            if v > 0:
+                attr.add_row(CAUSE_LABELS.get(k, k), f"{v:.1%}")
+        tables.append(attr)
+    return tables

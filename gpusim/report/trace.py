@@ -4,7 +4,10 @@ Agent tracks show when each unit (tensor core, pipes, LSU, memory ports) is busy
 each role replica spends its time in (a wait on a stage, an MMA, CUDA-core math, a turnstile).
 
 Open the file in https://ui.perfetto.dev (or chrome://tracing). Timestamps are microseconds, as the
-Chrome trace format requires. HBM and L2 bandwidth appear as counters on a "chip" process.
+Chrome trace format requires. HBM and L2 bandwidth and the L2 hit rate appear as counters on a "chip"
+process; each SM group has a counter of the shared-memory stages in use per buffer, one track per
+stage slot ("filling" while its loads land, "full" until the consumers release it), and flow arrows
+from the moment a stage became full to the end of the consumer's wait for it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from gpusim.errors import InputError
 from gpusim.sim.engine import SimRun
 
 _CHIP_PID = 0
+_STAGE_TID0 = 1000
+_HIT_RATE_BINS = 200
+_FLOW_EPS_US = 1e-4
 
 
 def trace_events(run: SimRun) -> list[dict[str, Any]]:
@@ -53,11 +59,13 @@ def trace_events(run: SimRun) -> list[dict[str, Any]]:
                 for a, b, kind in port.spans
             )  # fmt: skip
     role_tid: dict[int, int] = {}
+    runner_track: dict[int, tuple[int, int]] = {}
     for runner in run.runners:
         if not runner.spans:
             continue
         pid = runner.sm.index + 1
         tid = role_tid[pid] = role_tid.get(pid, 100) + 1
+        runner_track[id(runner)] = (pid, tid)
         events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
                        "args": {"name": f"role {runner.name} (CTA rank {runner.cta.rank})"}})  # fmt: skip
         events.extend(
@@ -69,9 +77,109 @@ def trace_events(run: SimRun) -> list[dict[str, Any]]:
         for t_ns, bytes_per_ns in samples or []:
             events.append({"name": name, "ph": "C", "pid": _CHIP_PID, "tid": 0, "ts": t_ns / 1000,
                            "args": {"GB/s": round(bytes_per_ns, 3)}})  # fmt: skip
+    events.extend(_hit_rate_counter(run))
+    events.extend(_stage_counters(run))
+    events.extend(_stage_tracks_and_flows(run, runner_track))
+    for e in events:  # picosecond precision is plenty and halves the file
+        if "ts" in e:
+            e["ts"] = round(e["ts"], 6)
+        if "dur" in e:
+            e["dur"] = round(e["dur"], 6)
     metadata = [e for e in events if e["ph"] == "M"]
     timed = sorted((e for e in events if e["ph"] != "M"), key=lambda e: (e["pid"], e["tid"], e["ts"]))
     return metadata + timed
+
+
+def _hit_rate_counter(run: SimRun) -> list[dict[str, Any]]:
+    """L2 hit rate of reads (1 - HBM read bytes / L2 read bytes) over equal bins of the kernel."""
+    samples = run.net.read_rate_samples
+    if not samples or run.kernel_ns <= 0:
+        return []
+    from gpusim.report.timeline import binned_average
+
+    starts, l2 = binned_average([(t, a) for t, a, _ in samples], 0.0, run.kernel_ns, _HIT_RATE_BINS)
+    _, hbm = binned_average([(t, b) for t, _, b in samples], 0.0, run.kernel_ns, _HIT_RATE_BINS)
+    out = []
+    for t, a, b in zip(starts, l2, hbm, strict=True):
+        if a > 1e-9:
+            out.append({"name": "L2 hit rate %", "ph": "C", "pid": _CHIP_PID, "tid": 0, "ts": t / 1000,
+                        "args": {"hit %": round(max(0.0, 1 - b / a) * 100, 2)}})  # fmt: skip
+    return out
+
+
+def _stage_counters(run: SimRun) -> list[dict[str, Any]]:
+    """Stages in use per (SM group, buffer), summed over the CTAs and waves on that SM."""
+    deltas: dict[tuple[int, str], list[tuple[float, int]]] = {}
+    for ring in run.rings:
+        if ring.in_use_samples is None or ring.sm_index < 0:
+            continue
+        level = 0
+        steps = deltas.setdefault((ring.sm_index, ring.name), [])
+        for t, n in ring.in_use_samples:
+            steps.append((t, n - level))
+            level = n
+    out = []
+    for (sm_index, name), steps in deltas.items():
+        level = 0
+        steps.sort(key=lambda x: x[0])
+        for i, (t, d) in enumerate(steps):
+            level += d
+            if i + 1 < len(steps) and steps[i + 1][0] == t:
+                continue  # one sample per timestamp: the level after every change at that instant
+            out.append({"name": f"smem stages in use: {name}", "ph": "C", "pid": sm_index + 1, "tid": 0,
+                        "ts": t / 1000, "args": {"stages": level}})  # fmt: skip
+    return out
+
+
+def _stage_tracks_and_flows(run: SimRun, runner_track: dict[int, tuple[int, int]]) -> list[dict[str, Any]]:
+    """One track per stage slot of each buffer (rings of later waves reuse a track once it is free),
+    and a flow arrow from "stage full" to the end of each consumer wait it ended."""
+    out: list[dict[str, Any]] = []
+    lanes: dict[tuple[int, str, int], list[float]] = {}
+    next_tid: dict[int, int] = {}
+    stage_tid: dict[tuple[Any, ...], int] = {}
+    flow_id = 0
+    rings = [r for r in run.rings if r.stage_log and r.sm_index >= 0]
+    rings.sort(key=lambda r: (r.sm_index, r.name, r.cta_rank, min(e[1] for e in r.stage_log or [])))
+    for ring in rings:
+        log = ring.stage_log or []
+        pid = ring.sm_index + 1
+        first, last = min(e[1] for e in log), max(e[3] for e in log)
+        slots = lanes.setdefault((pid, ring.name, ring.cta_rank), [])
+        for lane_no, free_at in enumerate(slots):
+            if free_at <= first:
+                slots[lane_no] = last
+                break
+        else:
+            lane_no = len(slots)
+            slots.append(last)
+        tids = []
+        for index in range(len(ring.stages)):
+            key = (pid, ring.name, ring.cta_rank, lane_no, index)
+            tid = stage_tid.get(key)
+            if tid is None:
+                tid = stage_tid[key] = next_tid[pid] = next_tid.get(pid, _STAGE_TID0) + 1
+                suffix = f" #{lane_no + 1}" if lane_no else ""
+                out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                            "args": {"name": f"smem {ring.name}[{index}] (CTA rank {ring.cta_rank}){suffix}"}})  # fmt: skip
+            tids.append(tid)
+        for index, opened, full, freed in log:
+            tid = tids[index]
+            out.append({"name": f"{ring.name} filling", "cat": "stage", "ph": "X", "pid": pid, "tid": tid,
+                        "ts": opened / 1000, "dur": max(full - opened, 0.0) / 1000})  # fmt: skip
+            out.append({"name": f"{ring.name} full", "cat": "stage", "ph": "X", "pid": pid, "tid": tid,
+                        "ts": full / 1000, "dur": max(freed - full, 0.0) / 1000})  # fmt: skip
+        for t, index, owner in ring.flows or []:
+            dest = runner_track.get(id(owner))
+            if dest is None:
+                continue
+            flow_id += 1
+            name = f"{ring.name} full -> {owner.name}"
+            out.append({"name": name, "cat": "flow", "ph": "s", "id": flow_id, "pid": pid,
+                        "tid": tids[index], "ts": t / 1000})  # fmt: skip
+            out.append({"name": name, "cat": "flow", "ph": "f", "bp": "e", "id": flow_id, "pid": dest[0],
+                        "tid": dest[1], "ts": max(t / 1000 - _FLOW_EPS_US, 0.0)})  # fmt: skip
+    return out
 
 
 def write_trace(run: SimRun, path: str | Path) -> Path:

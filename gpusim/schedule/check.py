@@ -249,9 +249,40 @@ def _check_mma(sched: Schedule, arch: Arch, stmt: Any, env: dict[str, Any], wher
     cta_group = _try_eval(stmt.args["cta_group"], env) if "cta_group" in stmt.args else 1
     if cta_group == 2 and (unit_name != "tcgen05" or 2 not in unit.cta_groups or not sched.launch.cta_pair):
         raise ScheduleRefused(f"{where}: cta_group 2 needs tcgen05 with 2-CTA support and launch.cta_pair")
+    for operand in ("a", "b"):
+        major = sched.mma_dtype(stmt.args.get(f"{operand}_major", "k"), env)
+        if major not in ("k", "mn"):
+            raise InputError(f"{where}: {operand}_major must be k or mn, got {major!r}")
+        if major == "mn" and spec.k_major_only and not (operand == "a" and a_from == "rmem"):
+            raise ScheduleRefused(f"{where}: {unit_name} {dtype_name} on {arch.id} needs K-major operands in shared "
+                                  f"memory (only 16-bit types may be MN-major); {operand.upper()} is MN-major — transpose "
+                                  "it first")  # fmt: skip
+    _check_block_scale(stmt, env, where, unit_name, dtype_name, spec, arch)
     if "instr" in stmt.args:
         shape = [_try_eval(e, env) for e in stmt.args["instr"]]
         if None not in shape and len(shape) == 3 and not spec.allows_shape(*(int(v) for v in shape)):
             legal = "; ".join(s.describe() for s in spec.shapes)
             raise ScheduleRefused(f"{where}: {unit_name} {dtype_name} instruction shape "
                                   f"m{shape[0]}n{shape[1]}k{shape[2]} is not legal on {arch.id} (legal: {legal})")  # fmt: skip
+
+
+def _check_block_scale(stmt: Any, env: dict[str, Any], where: str, unit_name: str, dtype_name: str, spec: Any,
+                       arch: Arch) -> None:  # fmt: skip
+    """Block-scaled MMA (mxfp8, mxfp6, mxfp4, nvfp4) needs the arch's scale-vector size and scale format;
+    other dtypes take no scales."""
+    vec = _try_eval(stmt.args["scale_vec"], env) if "scale_vec" in stmt.args else None
+    vec = None if vec in (None, 0) else int(vec)
+    raw_fmt = stmt.args.get("scale_dtype")
+    fmt = None if raw_fmt is None else str(env.get(raw_fmt, raw_fmt))
+    fmt = None if fmt in ("", "none") else fmt
+    rule = spec.block_scale
+    if rule is None:
+        if vec is not None or fmt is not None:
+            raise ScheduleRefused(f"{where}: {unit_name} {dtype_name} on {arch.id} is not a block-scaled format; "
+                                  "scale_vec / scale_dtype apply to mxfp8, mxfp6, mxfp4 and nvfp4")  # fmt: skip
+        return
+    legal = "/".join(str(v) for v in rule.scale_vec_elems)
+    if vec not in rule.scale_vec_elems or fmt != rule.scale_dtype:
+        got = f"scale_vec {vec if vec is not None else 'missing'} with {fmt or 'no'} scales"
+        raise ScheduleRefused(f"{where}: {dtype_name} on {arch.id} needs scale_vec {legal} with {rule.scale_dtype} "
+                              f"scales (one scale per {legal} K elements), got {got}")  # fmt: skip

@@ -108,6 +108,11 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
             if isinstance(value, str) and key in {"layout", "mode", "op"}:
                 env[key] = value
                 continue
+            if key in overrides and isinstance(value, str) and isinstance(raw, str):
+                default = _eval(raw, env, where)
+                if isinstance(default, str):  # a word-valued param (e.g. B_MAJOR: "'k'"): --set B_MAJOR=mn
+                    env[key] = value
+                    continue
             env[key] = _eval(value, env, where)
             if section == "problem" and key == "dtype":
                 continue

@@ -28,10 +28,12 @@ OP_ARGS: dict[str, tuple[str | None, dict[str, str]]] = {
     "cp_async": (None, {"buf": "name", "bytes": "expr", "operand": "name"}),
     "ldg": (None, {"bytes": "expr", "operand": "name"}),
     "stg": (None, {"bytes": "expr"}),
-    "lds": (None, {"buf": "name", "bytes": "expr"}),
+    "lds": (None, {"buf": "name", "bytes": "expr", "async": "expr"}),
     "sts": (None, {"buf": "name", "bytes": "expr"}),
     "mma": (None, {"unit": "name", "mnk": "exprs", "instr": "exprs", "a": "name", "dtype": "name",
-                   "cta_group": "expr", "acc": "name", "reads": "names"}),
+                   "cta_group": "expr", "acc": "name", "reads": "names",
+                   # operand majorness in smem (k | mn; default k), and block scaling (elements per scale, scale format)
+                   "a_major": "name", "b_major": "name", "scale_vec": "expr", "scale_dtype": "name"}),
     "tmem_load": (None, {"bytes": "expr"}),
     "tmem_store": (None, {"bytes": "expr"}),
     "cuda": (None, {"mix": "name", "ops": "ops", "elems": "expr"}),
@@ -39,7 +41,7 @@ OP_ARGS: dict[str, tuple[str | None, dict[str, str]]] = {
 }  # fmt: skip
 BLOCK_OPS = frozenset({"tiles", "for", "turn"})
 MODIFIERS = frozenset({"if", "label", "do"})
-QUEUES = frozenset({"ldg", "cp_async", "wgmma", "tma_store", "tmem_ld"})
+QUEUES = frozenset({"ldg", "cp_async", "wgmma", "tma_store", "tmem_ld", "lds"})
 REQUIRED_ARGS: dict[str, tuple[str, ...]] = {
     "tma_load": ("buf", "bytes"),
     "tma_store": ("bytes",),

@@ -236,7 +236,8 @@ class _Builder:
                 env, name, b.stages, b.producer or "threads", b.consumer or "threads", n_producers, expected
             )
             if self.record:
-                ring.in_use_samples = []
+                ring.in_use_samples, ring.flows, ring.stage_log = [], [], []
+                ring.sm_index, ring.cta_rank = sharing[0].sm.index, sharing[0].rank
             self.rings.append(ring)
             cta.rings[name] = ring
         for name, bar in sched.barriers.items():
@@ -263,7 +264,7 @@ def simulate(sched: Schedule, arch: Arch, *, record: bool = False, group_identic
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record:
-        net.hbm_rate_samples, net.l2_rate_samples = [], []
+        net.hbm_rate_samples, net.l2_rate_samples, net.read_rate_samples = [], [], []
     builder = _Builder(sched, arch, env, net, rates, miss, record)
     for group in plan.groups:
         builder.build_group(group)

@@ -21,7 +21,6 @@ from gpusim.sim.sync import (
     StageRing,
     Tag,
     Turnstile,
-    tag_key,
 )
 
 if TYPE_CHECKING:
@@ -297,13 +296,13 @@ def _wait(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     buf = stmt.args["buf"]
     if buf in rr.cta.chunks:
         chunk = int(rr._eval(stmt.args["chunk"], stmt)) if "chunk" in stmt.args else 0
-        event = rr.cta.chunks[buf].wait((tag_key(ctx), chunk))
+        event = rr.cta.chunks[buf].wait(ctx, chunk)
         if event is not None:
             rr.blocked_on = f"{stmt.where} (chunk {chunk} of '{buf}' for {ctx})"
         return event
     ring = rr.ring(stmt, buf)
     holder = rr.held.setdefault(buf, [])
-    event = ring.wait(ctx, holder)
+    event = ring.wait(ctx, holder, owner=rr)
     if event is not None:
         rr.blocked_on = f"{stmt.where} (waiting for {ring.describe_blocked(ctx)})"
     return event
@@ -376,7 +375,6 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
     receivers = cta.peers.get(operand, [cta]) if multicast > 1 and operand else [cta]
     if buf in cta.chunks:
         ctx = rr.context(stmt)
-        key = tag_key(ctx)
         if "chunks" in stmt.args:
             lo, hi = (int(rr._eval(e, stmt)) for e in stmt.args["chunks"])
         else:
@@ -386,7 +384,7 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
         for c in range(lo, hi):
             buffers = [r.chunks[buf] for r in receivers]
             rr.transfer(per_chunk, operand=operand, write=False, latency_extra=rr.rates.tma_extra_ns,
-                        on_done=lambda bs=buffers, c=c: [b.land((key, c)) for b in bs])  # fmt: skip
+                        on_done=lambda bs=buffers, c=c: [b.land(ctx, c) for b in bs])  # fmt: skip
         return None
     cursor = rr.cursors.get(buf)
     if cursor is None or cursor.current is None:
@@ -436,9 +434,13 @@ def _reduce(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
     return rr.transfer(nbytes, operand=None, write=True)
 
 
-def _smem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
+def _smem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     nbytes = float(rr._eval(stmt.args["bytes"], stmt))
-    return rr.sm.servers["lsu"].serve(nbytes / rr.rates.smem_bytes_per_ns, label=stmt.op)
+    event = rr.sm.servers["lsu"].serve(nbytes / rr.rates.smem_bytes_per_ns, label=stmt.op)
+    if "async" in stmt.args and rr._eval(stmt.args["async"], stmt):
+        rr.queue("lds").append(event)  # software-pipelined fragment loads: complete via wait_async lds
+        return None
+    return event
 
 
 def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:

@@ -88,6 +88,8 @@ class FlowNetwork:
         self.l2_write_bytes = 0.0
         self.hbm_rate_samples: list[tuple[float, float]] | None = None
         self.l2_rate_samples: list[tuple[float, float]] | None = None
+        self.read_rate_samples: list[tuple[float, float, float]] | None = None
+        """When recording: (t, L2 read bytes/ns, HBM read bytes/ns), for the L2 hit rate over time."""
 
     def activate(self, transfer: Transfer) -> None:
         """A port's head transfer starts moving bytes."""
@@ -111,6 +113,10 @@ class FlowNetwork:
             l2 = sum(t.rate * t.weight * t.l2_coef for t in self.active)
             self.hbm_rate_samples.append((now, hbm))
             self.l2_rate_samples.append((now, l2))  # type: ignore[union-attr]
+            if self.read_rate_samples is not None:
+                reads = [t for t in self.active if not t.is_write]
+                self.read_rate_samples.append((now, sum(t.rate * t.weight * t.l2_coef for t in reads),
+                                               sum(t.rate * t.weight * t.hbm_coef for t in reads)))  # fmt: skip
         self._version += 1
         if not self.active:
             return

@@ -98,6 +98,82 @@ def _program_names(sched: Schedule) -> set[str]:
     return names
 
 
+@dataclass(frozen=True)
+class KvSegment:
+    """One part's share of one request's KV blocks (FlashMLA ``get_mla_metadata``)."""
+
+    request: int
+    block_begin: int
+    block_end: int
+    split: int
+    """Index of this segment among the request's segments."""
+    n_splits: int
+    """Segments the request was cut into (1: not split, no combine needed)."""
+
+
+def splitkv_balanced_parts(blocks_per_request: list[int], parts: int, overhead: int) -> list[list[KvSegment]]:
+    """FlashMLA's get_mla_metadata: cut every request's KV blocks into ``parts`` contiguous shares of
+    about ``ceil(total / parts) + overhead`` blocks, charging ``overhead`` blocks per segment (the
+    cost of starting a request: loading Q, writing O and LSE). Returns each part's segments in order."""
+    parts = max(1, parts)
+    total = sum(b + overhead for b in blocks_per_request)
+    payload = -(-total // parts) + overhead
+    out: list[list[tuple[int, int, int, int]]] = []
+    idx, block, split = 0, 0, 0
+    n = len(blocks_per_request)
+    for _ in range(parts):
+        segs: list[tuple[int, int, int, int]] = []
+        remain = payload
+        while idx < n:
+            left = blocks_per_request[idx] - block
+            if remain >= left + overhead:
+                segs.append((idx, block, blocks_per_request[idx], split))
+                remain -= left + overhead
+                idx, block, split = idx + 1, 0, 0
+            else:
+                if remain - overhead > 0:
+                    take = remain - overhead
+                    segs.append((idx, block, block + take, split))
+                    block += take
+                    split += 1
+                break
+        out.append(segs)
+    n_splits: dict[int, int] = {}
+    for segs in out:
+        for req, _b0, _b1, sp in segs:
+            n_splits[req] = max(n_splits.get(req, 0), sp + 1)
+    return [[KvSegment(r, b0, b1, sp, n_splits[r]) for r, b0, b1, sp in segs] for segs in out]
+
+
+def _plan_splitkv(sched: Schedule, arch: Arch, order: list[tuple[int, ...]], cluster_members: Any,
+                  slot_lists: list[list[ClusterUnit]]) -> None:  # fmt: skip
+    """Each grid coordinate (e.g. m-block x kv-head) runs ``parts`` CTAs; CTA ``p`` walks part ``p``'s
+    segments. Per-request KV block counts come from the param ``KV_BLOCKS`` (blocks per request) and
+    the problem's ``batch``."""
+    launch = sched.launch
+    env = sched.env
+    if launch.cluster_size != 1:
+        raise InputError(f"{sched.name}: splitkv_balanced needs cluster [1, 1, 1]")
+    if "KV_BLOCKS" not in env or "batch" not in env:
+        raise InputError(f"{sched.name}: splitkv_balanced needs a problem 'batch' and a param 'KV_BLOCKS'")
+    parts = launch.parts or 1
+    per_part = splitkv_balanced_parts(
+        [int(env["KV_BLOCKS"])] * int(env["batch"]), parts, launch.fixed_overhead_blocks
+    )
+    num_slots = len(slot_lists)
+    cta = 0
+    for part, segs in enumerate(per_part):
+        for coord in order:
+            for seg in segs:
+                extra = {"part": part, "batch_idx": seg.request, "block_begin": seg.block_begin,
+                         "block_end": seg.block_end, "blocks": seg.block_end - seg.block_begin,
+                         "split": seg.split, "n_splits": seg.n_splits, "is_split": int(seg.n_splits > 1),
+                         "is_first_split": int(seg.split == 0),
+                         "is_last_split": int(seg.split == seg.n_splits - 1)}  # fmt: skip
+                slot_lists[cta % num_slots].append(cluster_members(coord, extra))
+            cta += 1
+
+
 def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> WorkPlan:
     """Build units, assign them to slots and group identical slots (each alone when not ``group_identical``)."""
     launch = sched.launch
@@ -138,7 +214,9 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
     order = _ordered_cluster_coords(sched, cdims)
     slot_lists: list[list[ClusterUnit]] = [[] for _ in range(num_slots)]
 
-    if launch.scheduler == "stream_k":
+    if launch.scheduler == "splitkv_balanced":
+        _plan_splitkv(sched, arch, order, cluster_members, slot_lists)
+    elif launch.scheduler == "stream_k":
         if kt is None:
             raise InputError(f"{sched.name}: stream_k needs a param KT (k-iterations per tile)")
         total = len(order) * kt

@@ -47,6 +47,8 @@ class Stage:
     full: bool = False
     releases: int = 0
     expected_releases: int = 1
+    open_ns: float = 0.0
+    full_ns: float = 0.0
 
 
 @dataclass(slots=True, eq=False)
@@ -64,6 +66,8 @@ class Waiter:
     ctx: Tag
     event: simpy.Event
     holder: list[Stage]
+    owner: Any = None
+    """Who waits (a role runner), for trace flow arrows."""
 
 
 class CouplingGroup:
@@ -113,6 +117,12 @@ class StageRing:
         self.group = CouplingGroup()
         self.group.rings.append(self)
         self.in_use_samples: list[tuple[float, int]] | None = None
+        # Recorded only when tracing: which SM and CTA the ring lives on, (full time, stage index,
+        # woken waiter's owner) for flow arrows, and (stage index, open, full, freed) per occupancy.
+        self.sm_index = -1
+        self.cta_rank = 0
+        self.flows: list[tuple[float, int, Any]] | None = None
+        self.stage_log: list[tuple[int, float, float, float]] | None = None
 
     # ---- producer side ----------------------------------------------------------------------------
 
@@ -138,6 +148,7 @@ class StageRing:
             stage.arrivals = stage.commits = stage.releases = 0
             stage.full = False
             stage.expected_releases = max(1, self.expected_releases(tag))
+            stage.open_ns = self.env.now
             self._sample()
         stage.expected_bytes += expect_bytes
         stage.arrivals += 1
@@ -177,25 +188,28 @@ class StageRing:
 
     def _set_full(self, stage: Stage) -> None:
         stage.full = True
+        stage.full_ns = self.env.now
         still = []
         for waiter in self.waiters:
             if stage.full and tag_matches(stage.tag, waiter.ctx):  # type: ignore[arg-type]
                 waiter.holder.append(stage)
                 waiter.event.succeed()
+                if self.flows is not None:
+                    self.flows.append((self.env.now, stage.index, waiter.owner))
             else:
                 still.append(waiter)
         self.waiters = still
 
     # ---- consumer side ----------------------------------------------------------------------------
 
-    def wait(self, ctx: Tag, holder: list[Stage]) -> simpy.Event | None:
+    def wait(self, ctx: Tag, holder: list[Stage], owner: Any = None) -> simpy.Event | None:
         """Wait for the full stage matching ``ctx``; it is appended to ``holder`` (the held list)."""
         for stage in self.stages:
             if stage.full and stage.open_gen >= 0 and tag_matches(stage.tag, ctx):  # type: ignore[arg-type]
                 holder.append(stage)
                 return None
         event = self.env.event()
-        self.waiters.append(Waiter(dict(ctx), event, holder))
+        self.waiters.append(Waiter(dict(ctx), event, holder, owner))
         return event
 
     def release(self, holder: list[Stage], keep: int, after: simpy.Event | None = None) -> None:
@@ -216,6 +230,8 @@ class StageRing:
             stage.open_gen = -1
             stage.tag = stage.key = None
             stage.freed += 1
+            if self.stage_log is not None:
+                self.stage_log.append((stage.index, stage.open_ns, stage.full_ns, self.env.now))
             self._sample()
             self.group.retry()
 
@@ -244,26 +260,35 @@ def couple(rings: list[StageRing]) -> None:
 
 
 class ChunkBuffer:
-    """A buffer with per-chunk full barriers and no empty barrier (protocol ``tma->manual``)."""
+    """A buffer with per-chunk full barriers and no empty barrier (protocol ``tma->manual``).
+
+    A load tags its chunks with the issuing role's loop context (with ``at:`` applied); a wait names
+    a chunk and matches a landed tag on the tag's own keys, so a wait nested in a deeper loop (e.g.
+    ``for c`` over the chunks) still finds the load issued one loop level up."""
 
     def __init__(self, env: simpy.Environment, name: str) -> None:
         self.env = env
         self.name = name
-        self.landed: set[tuple] = set()
-        self.waiters: dict[tuple, list[simpy.Event]] = {}
+        self.landed: dict[int, list[Tag]] = {}
+        self.waiters: list[tuple[Tag, int, simpy.Event]] = []
 
-    def land(self, key: tuple) -> None:
-        """A chunk for ``key`` (tag, chunk) has landed."""
-        self.landed.add(key)
-        for event in self.waiters.pop(key, []):
-            event.succeed()
+    def land(self, tag: Tag, chunk: int) -> None:
+        """Chunk ``chunk`` of the stage tagged ``tag`` has landed."""
+        self.landed.setdefault(chunk, []).append(dict(tag))
+        still = []
+        for ctx, c, event in self.waiters:
+            if c == chunk and tag_matches(tag, ctx):
+                event.succeed()
+            else:
+                still.append((ctx, c, event))
+        self.waiters = still
 
-    def wait(self, key: tuple) -> simpy.Event | None:
-        """Wait until chunk ``key`` has landed."""
-        if key in self.landed:
+    def wait(self, ctx: Tag, chunk: int) -> simpy.Event | None:
+        """Wait until chunk ``chunk`` of a stage whose tag ``ctx`` names has landed."""
+        if any(tag_matches(tag, ctx) for tag in self.landed.get(chunk, ())):
             return None
         event = self.env.event()
-        self.waiters.setdefault(key, []).append(event)
+        self.waiters.append((dict(ctx), chunk, event))
         return event
 
 

@@ -1,0 +1,313 @@
+"""``gpusim calibrate``: fit an arch's calibration block to measured rows, with cross-validation.
+
+Each usable row is simulated once at the datasheet point and once per fitted parameter at a small
+perturbation (auto:gemm rows keep the schedule their search chose), which gives each row's
+elasticities d log t / d log p. Least squares on log error (scipy, bounded, fixed start, a weak pull
+to the datasheet values so that parameters the rows cannot tell apart stay put) runs on that
+linearised model; the fitted block is then re-simulated for the reported error. Cross-validation
+(leave-one-source-out, or k-fold when the rows have one source) refits on the linearised model without
+the held-out rows and reports the error on them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import math
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from gpusim.arch import Arch
+from gpusim.calibrate.convention import family_of, measured_time_us
+from gpusim.calibrate.measurements import Measurement
+from gpusim.calibrate.overlay import with_calibration
+from gpusim.calibrate.params import FitParam, fit_params
+from gpusim.calibrate.predictor import Predictor, Skip
+from gpusim.calibrate.stats import error_pct, error_stats, log_residual_quantiles
+from gpusim.calibrate.validate import precheck, validate_rows
+from gpusim.errors import InputError
+
+PRIOR_WEIGHT = 0.05
+STEP = 0.10
+MAX_ITERS = 3
+FIT_BUDGET_S = 30.0
+"""Simulation time the linearisations may spend (estimated from each row's first prediction)."""
+MAX_FIT_ROWS = 24
+SLOW_ROW_S = 5.0
+"""Rows whose prediction takes longer are left out of the fit (reported as skipped)."""
+
+
+@dataclass
+class FitRow:
+    m: Measurement
+    family: str
+    measured_us: float
+    base_us: float
+    pins: tuple[Any, ...]
+    elasticity: np.ndarray  # per multiplicative parameter
+
+
+def default_fit_names(families: set[str], small_times: bool) -> list[str]:
+    """What the rows can identify: memory rows -> HBM; compute rows -> clock and tensor efficiency."""
+    names: list[str] = []
+    if families & {"gemm", "attention", "mla"}:
+        names += ["sustained_clock_mhz", "tensor_issue_efficiency"]
+    if "stream" in families:
+        names.append("hbm_bandwidth_fraction")
+    if small_times:
+        names.append("launch_overhead_ns")
+    return names
+
+
+def _arch_with(base: Arch, values: dict[str, float], origin: str = "calibrated") -> Arch:
+    cal = base.calibration.model_dump()
+    cal.update(values)
+    cal["origin"] = origin
+    return with_calibration(base, cal)
+
+
+def _select(rows: list[Measurement], arch_id: str, max_rows: int) -> tuple[list[Measurement], int]:
+    from gpusim.arch import resolve_arch_id
+    from gpusim.errors import UnknownNameError
+
+    usable = []
+    for m in rows:
+        if precheck(m) is not None:
+            continue
+        try:
+            if resolve_arch_id(m.arch) != arch_id:
+                continue
+            measured_time_us(m)
+        except (UnknownNameError, ValueError, KeyError):
+            continue
+        usable.append(m)
+    if len(usable) <= max_rows:
+        return usable, len(usable)
+    ordered = sorted(usable, key=lambda m: (family_of(m.schedule), measured_time_us(m), m.index))
+    picks = sorted({round(i * (len(ordered) - 1) / (max_rows - 1)) for i in range(max_rows)})
+    return sorted((ordered[i] for i in picks), key=lambda m: m.index), len(usable)
+
+
+def _model(x: np.ndarray, rows: list[FitRow], mult: list[FitParam], add: FitParam | None, xc: np.ndarray,
+           launch_c_us: float) -> np.ndarray:  # fmt: skip
+    """Predicted times (us) of ``rows`` at x, linearised (in log time) around the centre xc."""
+    k = len(mult)
+    dx = x[:k] - xc[:k]
+    out = np.empty(len(rows))
+    for i, r in enumerate(rows):
+        kernel = max(r.base_us - launch_c_us, 1e-6) * math.exp(float(r.elasticity @ dx))
+        out[i] = kernel + (x[k] / 1000.0 if add is not None else launch_c_us)
+    return out
+
+
+def _solve(rows: list[FitRow], mult: list[FitParam], add: FitParam | None, xc: np.ndarray, x0: np.ndarray,
+           launch_c_us: float) -> np.ndarray:  # fmt: skip
+    """Bounded least squares on log error around the centre xc, pulled weakly to the datasheet x0."""
+    lo = np.array([math.log(p.lo) for p in mult] + ([add.lo] if add else []))
+    hi = np.array([math.log(p.hi) for p in mult] + ([add.hi] if add else []))
+    meas = np.log([r.measured_us for r in rows])
+    scale = np.array([1.0] * len(mult) + ([1000.0] if add else []))
+    # a trust region: one linearisation is believed within +-30% of each multiplicative parameter
+    lo = np.maximum(lo, np.concatenate([xc[: len(mult)] - 0.3, lo[len(mult) :]]))
+    hi = np.minimum(hi, np.concatenate([xc[: len(mult)] + 0.3, hi[len(mult) :]]))
+
+    def resid(z: np.ndarray) -> np.ndarray:
+        x = z * scale
+        pred = _model(x, rows, mult, add, xc, launch_c_us)
+        prior = PRIOR_WEIGHT * (x[: len(mult)] - x0[: len(mult)])
+        return np.concatenate([np.log(pred) - meas, prior])
+
+    margin = 0.01 * (hi - lo)  # start strictly inside the bounds (trf stalls on a bound)
+    start = np.clip(xc, lo + margin, hi - margin) / scale
+    sol = least_squares(resid, start, bounds=(lo / scale, hi / scale), method="trf", x_scale=1.0)
+    return sol.x * scale
+
+
+def _within_budget(rows: list[FitRow], seconds: dict[int, float], n_params: int) -> list[FitRow]:
+    """The cheapest rows of each family, taken in turn, while the estimated fit time stays in budget.
+
+    Each kept row costs about (its first prediction's time, at most that of one search) x
+    (parameters + 1) x iterations; at least 3 rows per family are kept when there are.
+    """
+    per_family: dict[str, list[FitRow]] = defaultdict(list)
+    for fr in sorted(rows, key=lambda fr: (seconds.get(fr.m.index, 0.0), fr.m.index)):
+        per_family[fr.family].append(fr)
+    kept: list[FitRow] = []
+    spent = 0.0
+    factor = (n_params + 1) * MAX_ITERS
+    for rank in range(max((len(v) for v in per_family.values()), default=0)):
+        for fam in sorted(per_family):
+            if rank >= len(per_family[fam]):
+                continue
+            fr = per_family[fam][rank]
+            cost = seconds.get(fr.m.index, 0.0) * factor
+            if rank >= 3 and spent + cost > FIT_BUDGET_S:
+                continue
+            kept.append(fr)
+            spent += cost
+    return sorted(kept, key=lambda fr: fr.m.index)
+
+
+def _values(x: np.ndarray, mult: list[FitParam], add: FitParam | None) -> dict[str, float]:
+    vals = {p.name: float(math.exp(x[i])) for i, p in enumerate(mult)}
+    if add is not None:
+        vals[add.name] = float(x[len(mult)])
+    return vals
+
+
+def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = None,
+              max_rows: int = MAX_FIT_ROWS) -> dict[str, Any]:  # fmt: skip
+    """Fit ``base``'s calibration block to its rows; returns the block, provenance and report."""
+    t0 = time.perf_counter()
+    base = _arch_with(base, {}, origin="datasheet")
+    chosen, n_usable = _select(rows, base.id, max_rows)
+    if not chosen:
+        raise InputError(f"calibrate: no usable measured rows for {base.id}")
+    predictor = Predictor(timeout_s=SLOW_ROW_S)
+    base_results = []
+    row_seconds: dict[int, float] = {}
+    for m in chosen:
+        t_row = time.perf_counter()
+        base_results += validate_rows([m], costs="datasheet", predictor=predictor, arch_override=base)
+        row_seconds[m.index] = time.perf_counter() - t_row
+    ok = [r for r in base_results if r.predicted_time_us is not None and r.measured_time_us]
+    skipped = {r.m.index: r.skipped for r in base_results if r.skipped}
+    if not ok:
+        raise InputError(f"calibrate: none of the {len(chosen)} rows for {base.id} can be predicted; "
+                         f"e.g. row {base_results[0].m.index}: {base_results[0].skipped}")  # fmt: skip
+    families = {r.family for r in ok}
+    if names is None:
+        names = default_fit_names(families, any((r.measured_time_us or 0) < 30 for r in ok))
+    specs = fit_params(base)
+    mult = [specs[n] for n in names if not specs[n].additive]
+    add = next((specs[n] for n in names if specs[n].additive), None)
+    x0 = np.array([math.log(p.start(base)) for p in mult] + ([add.start(base)] if add else []))
+    launch0_us = base.calibration.launch_overhead_ns / 1000.0
+
+    # Gauss-Newton outer loop: linearise at the current point (one pinned simulation per row and
+    # parameter, stepping 10% towards the lower bound), solve, move, until the step is under 1%.
+    fit_rows = [FitRow(r.m, r.family, r.measured_time_us, r.predicted_time_us, r.pins or (), np.zeros(len(mult)))
+                for r in ok]  # fmt: skip
+    fit_rows = _within_budget(fit_rows, row_seconds, len(mult))
+    used = {fr.m.index for fr in fit_rows}
+    for r in ok:
+        if r.m.index not in used:
+            skipped[r.m.index] = "left out of the fit: slow to simulate (fit time budget)"
+    x = x0.copy()
+    iterations = 0
+    for iterations in range(1, MAX_ITERS + 1):
+        point = _values(x, mult, add)
+        arch_x = _arch_with(base, point, origin="datasheet")
+        launch_c_us = (x[len(mult)] / 1000.0) if add else launch0_us
+        if iterations > 1:
+            for fr in fit_rows:
+                with contextlib.suppress(Skip):
+                    fr.base_us, _ = predictor.row(fr.m, arch_x, pins=fr.pins)
+        for j, p in enumerate(mult):
+            value = point[p.name]
+            factor = 1 - STEP if value * (1 - STEP) >= p.lo else 1 + STEP
+            arch_j = _arch_with(base, {**point, p.name: value * factor}, origin="datasheet")
+            for fr in fit_rows:
+                try:
+                    t, _ = predictor.row(fr.m, arch_j, pins=fr.pins)
+                except Skip:
+                    t = fr.base_us
+                k0 = max(fr.base_us - launch_c_us, 1e-9)
+                fr.elasticity[j] = (math.log(max(t - launch_c_us, 1e-9)) - math.log(k0)) / math.log(factor)
+        x_new = _solve(fit_rows, mult, add, x, x0, launch_c_us)
+        step = np.abs(x_new[: len(mult)] - x[: len(mult)])
+        x = x_new
+        if not len(step) or float(step.max()) < 0.01:
+            break
+    xc = x.copy()
+    values = _values(x, mult, add)
+    fitted = _arch_with(base, values)
+    launch_c_us = (x[len(mult)] / 1000.0) if add else launch0_us
+
+    # error before and after (after: re-simulated at the fitted point, same schedule choices)
+    before = {r.m.index: r.predicted_time_us for r in ok if r.m.index in used}
+    after: dict[int, float] = {}
+    for fr in fit_rows:
+        try:
+            after[fr.m.index], _ = predictor.row(fr.m, fitted, pins=fr.pins)
+        except Skip:
+            continue
+    # recentre the linear model on the fitted point's true times for cross-validation
+    for fr in fit_rows:
+        if fr.m.index in after:
+            fr.base_us = after[fr.m.index]
+
+    # cross-validation on the linearised model
+    sources = sorted({fr.m.source for fr in fit_rows})
+    if len(sources) >= 2:
+        folds = [[i for i, fr in enumerate(fit_rows) if fr.m.source == s] for s in sources]
+        cv_kind = f"leave-one-source-out ({len(sources)} sources)"
+    else:
+        k = min(5, len(fit_rows))
+        folds = [[i for i in range(len(fit_rows)) if i % k == f] for f in range(k)]
+        cv_kind = f"{k}-fold (rows by index modulo {k})"
+    cv_pred: dict[int, float] = {}
+    if len(fit_rows) >= 2:
+        for fold in folds:
+            train = [fr for i, fr in enumerate(fit_rows) if i not in fold]
+            if not train:
+                continue
+            xf = _solve(train, mult, add, xc, x0, launch_c_us)
+            held = [fit_rows[i] for i in fold]
+            for fr, t in zip(held, _model(xf, held, mult, add, xc, launch_c_us), strict=True):
+                cv_pred[fr.m.index] = float(t)
+
+    def stats_by_family(pred: dict[int, float]) -> dict[str, Any]:
+        out: dict[str, list[float]] = defaultdict(list)
+        for fr in fit_rows:
+            if fr.m.index in pred:
+                out[fr.family].append(error_pct(pred[fr.m.index], fr.measured_us))
+        allv = [e for v in out.values() for e in v]
+        return {**{f: error_stats(v) for f, v in sorted(out.items())}, "all": error_stats(allv)}
+
+    residual_src = cv_pred if len(cv_pred) >= 3 else after
+    resid: dict[str, list[float]] = defaultdict(list)
+    for fr in fit_rows:
+        if fr.m.index in residual_src:
+            resid[fr.family].append(math.log(fr.measured_us / residual_src[fr.m.index]))
+
+    at_bound = []
+    for i, p in enumerate(mult + ([add] if add else [])):
+        v = math.exp(x[i]) if not p.additive else x[i]
+        if abs(v - p.lo) <= 1e-3 * max(abs(p.lo), 1.0) or abs(v - p.hi) <= 1e-3 * max(abs(p.hi), 1.0):
+            at_bound.append(f"{p.name}={v:.4g} at its {'lower' if abs(v - p.lo) < abs(v - p.hi) else 'upper'} "
+                            f"bound [{p.lo:.4g}, {p.hi:.4g}]")  # fmt: skip
+    provenance = {
+        "date": dt.datetime.now(dt.UTC).date().isoformat(),
+        "fitted": names,
+        "bounds": {p.name: [round(p.lo, 4), round(p.hi, 4)] for p in [*mult, *([add] if add else [])]},
+        "at_bound": at_bound,
+        "rows_used": len(fit_rows),
+        "iterations": iterations,
+        "rows_usable": n_usable,
+        "row_indices": [fr.m.index for fr in fit_rows],
+        "files": sorted({fr.m.file for fr in fit_rows}),
+        "sources": sources,
+        "error_before": stats_by_family(before),
+        "error_after": stats_by_family(after),
+        "cross_validation": {"method": cv_kind, **stats_by_family(cv_pred)},
+        "residuals": {f: log_residual_quantiles(v) for f, v in sorted(resid.items()) if v},
+        "residuals_from": "cross-validation" if residual_src is cv_pred else "fitted rows",
+    }
+    cal = fitted.calibration.model_dump()
+    for key, value in list(cal.items()):
+        if isinstance(value, float):
+            cal[key] = round(value, 4)
+    cal["provenance"] = provenance
+    return {
+        "arch": base.id,
+        "calibration": cal,
+        "skipped": skipped,
+        "wall_s": round(time.perf_counter() - t0, 2),
+        "simulations": predictor.simulations,
+    }

@@ -1,0 +1,56 @@
+"""The fittable calibration parameters: names, physical bounds, how they enter the time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusim.arch import Arch
+from gpusim.errors import InputError
+
+
+@dataclass(frozen=True)
+class FitParam:
+    """One calibration field with its bounds (multiplicative ones are fitted in log space)."""
+
+    name: str
+    lo: float
+    hi: float
+    additive: bool = False
+
+    def start(self, arch: Arch) -> float:
+        """The datasheet value (clipped into the bounds)."""
+        value = (
+            arch.sustained_clock_mhz
+            if self.name == "sustained_clock_mhz"
+            else getattr(arch.calibration, self.name)
+        )
+        return min(max(value, self.lo), self.hi)
+
+
+def fit_params(arch: Arch) -> dict[str, FitParam]:
+    """Every fittable parameter of ``arch`` with its physical bounds."""
+    tc = arch.clocks.tensor_clock_mhz
+    return {
+        p.name: p
+        for p in (
+            FitParam("sustained_clock_mhz", 0.6 * tc, 1.05 * tc),
+            FitParam("hbm_bandwidth_fraction", 0.5, 1.0),
+            FitParam("l2_bandwidth_fraction", 0.3, 1.0),
+            FitParam("latency_scale", 0.5, 3.0),
+            FitParam("launch_overhead_ns", 0.0, 20000.0, additive=True),
+            FitParam("tensor_issue_efficiency", 0.5, 1.0),
+            FitParam("cuda_core_issue_efficiency", 0.5, 1.0),
+        )
+    }
+
+
+def parse_fit_names(text: str | None, arch: Arch) -> list[str] | None:
+    """``--fit a,b`` -> names (None: choose from the rows); unknown names refused."""
+    if not text:
+        return None
+    known = fit_params(arch)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise InputError(f"--fit: unknown parameter {', '.join(bad)}; fittable: {', '.join(known)}")
+    return names

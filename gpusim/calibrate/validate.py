@@ -1,0 +1,218 @@
+"""``gpusim validate``: predict every measured row and report errors per arch and schedule family."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from gpusim.arch import Arch, load_arch, resolve_arch_id
+from gpusim.calibrate.convention import family_of, measured_time_us
+from gpusim.calibrate.measurements import Measurement, read_measurements
+from gpusim.calibrate.predictor import Predictor, Skip
+from gpusim.calibrate.stats import error_pct, error_stats
+from gpusim.errors import UnknownNameError
+
+Costs = Literal["datasheet", "calibrated"]
+
+
+@dataclass
+class RowResult:
+    """The outcome for one measured row."""
+
+    m: Measurement
+    arch: str
+    family: str
+    measured_time_us: float | None
+    predicted_time_us: float | None
+    skipped: str | None
+    costs: str | None = None
+    pins: tuple[Any, ...] | None = None
+
+    @property
+    def error_pct(self) -> float | None:
+        if self.predicted_time_us is None or self.measured_time_us is None:
+            return None
+        return error_pct(self.predicted_time_us, self.measured_time_us)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form (``row`` is the global 0-based data-row index)."""
+        err = self.error_pct
+        return {
+            "row": self.m.index,
+            "file": self.m.file,
+            "line": self.m.line,
+            "source": self.m.source,
+            "arch": self.arch,
+            "schedule": self.m.schedule,
+            "family": self.family,
+            "metric": self.m.metric,
+            "measured_time_us": _r(self.measured_time_us),
+            "predicted_time_us": _r(self.predicted_time_us),
+            "error_pct": None if err is None else round(err, 2),
+            "costs": self.costs,
+            "skipped": self.skipped,
+        }
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def arch_for(name: str, costs: Costs, cache: dict[str, Arch | str]) -> Arch:
+    """The arch a row names, with shipped calibrated costs when ``costs`` is calibrated."""
+    key = f"{name}|{costs}"
+    hit = cache.get(key)
+    if isinstance(hit, str):
+        raise Skip(hit)
+    if hit is not None:
+        return hit
+    try:
+        arch = load_arch(resolve_arch_id(name), calibrated=(costs == "calibrated"))
+    except UnknownNameError:
+        cache[key] = f"unknown arch '{name}'"
+        raise Skip(cache[key]) from None
+    cache[key] = arch
+    return arch
+
+
+def precheck(m: Measurement) -> str | None:
+    """Why a row cannot be predicted before any simulation, or None."""
+    if m.error:
+        return f"malformed: {m.error}"
+    if "unmapped" in m.params:
+        return f"unmapped: {m.params['unmapped']}"
+    if not m.schedule:
+        return "no schedule given"
+    if "duplicate" in m.params:
+        return f"duplicate of the {m.params['duplicate']}"
+    return None
+
+
+def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_filter: str | None = None,
+                  predictor: Predictor | None = None, arch_override: Arch | None = None) -> list[RowResult]:  # fmt: skip
+    """Predict each row (``arch_override``: use this Arch for every row of its id)."""
+    predictor = predictor or Predictor()
+    arch_cache: dict[str, Arch | str] = {}
+    wanted = resolve_arch_id(arch_filter) if arch_filter else None
+    results: list[RowResult] = []
+    for m in rows:
+        fam = family_of(m.schedule)
+        res = RowResult(m, m.arch, fam, None, None, None)
+        results.append(res)
+        reason = precheck(m)
+        try:
+            if reason is not None:
+                raise Skip(reason)
+            try:
+                res.measured_time_us = measured_time_us(m)
+            except (ValueError, KeyError) as exc:
+                missing = f"column {exc} is empty" if isinstance(exc, KeyError) else str(exc)
+                raise Skip(f"measured value not usable: {missing}") from None
+            arch = arch_for(m.arch, costs, arch_cache)
+            res.arch = arch.id
+            if wanted is not None and arch.id != wanted:
+                raise Skip(f"arch {arch.id} not selected (--arch {wanted})")
+            if arch_override is not None and arch_override.id == arch.id:
+                arch = arch_override
+            res.costs = arch.calibration.origin
+            res.predicted_time_us, res.pins = predictor.row(m, arch)
+        except Skip as exc:
+            res.skipped = str(exc)
+            res.predicted_time_us = None
+    return results
+
+
+def summarize_results(results: list[RowResult]) -> dict[str, Any]:
+    """Per arch and family, per family, and overall: rows, skipped (with reasons), error statistics."""
+    groups: dict[tuple[str, str], list[RowResult]] = defaultdict(list)
+    for r in results:
+        groups[(r.arch, r.family)].append(r)
+    by_arch_family = []
+    for (arch, fam), rs in sorted(groups.items()):
+        errs = [r.error_pct for r in rs if r.error_pct is not None]
+        reasons = Counter(_reason_key(r.skipped) for r in rs if r.skipped)
+        by_arch_family.append({"arch": arch, "family": fam, "rows": len(rs), "predicted": len(errs),
+                               "skipped": len(rs) - len(errs), "skip_reasons": dict(reasons.most_common()),
+                               **error_stats(errs)})  # fmt: skip
+    fam_groups: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        if r.error_pct is not None:
+            fam_groups[r.family].append(r.error_pct)
+    all_errs = [e for v in fam_groups.values() for e in v]
+    return {
+        "rows": len(results),
+        "predicted": len(all_errs),
+        "skipped": len(results) - len(all_errs),
+        "by_arch_family": by_arch_family,
+        "by_family": {f: error_stats(v) for f, v in sorted(fam_groups.items())},
+        "overall": error_stats(all_errs),
+    }
+
+
+def _reason_key(reason: str | None) -> str:
+    """Skip reasons grouped: malformed rows keep their own text; others lose row-specific detail."""
+    text = reason or ""
+    if text.startswith("malformed"):
+        return text
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+DEFAULT_ROW_TIMEOUT_S = 20.0
+
+
+def _worker(args: tuple[list[Measurement], Costs, str | None, float | None]) -> tuple[list[RowResult], int]:
+    rows, costs, arch_filter, timeout_s = args
+    predictor = Predictor(timeout_s)
+    return validate_rows(
+        rows, costs=costs, arch_filter=arch_filter, predictor=predictor
+    ), predictor.simulations
+
+
+def _row_key(m: Measurement) -> tuple[Any, ...]:
+    return (
+        m.arch,
+        m.schedule,
+        m.dtype,
+        tuple(sorted(m.dims.items())),
+        tuple(sorted(map(str, m.params.items()))),
+    )
+
+
+def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_filter: str | None = None,
+                 jobs: int | None = None,
+                 row_timeout_s: float | None = DEFAULT_ROW_TIMEOUT_S) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
+    """Read, predict and summarise; the summary carries the wall time and simulation count.
+
+    Rows are predicted in ``jobs`` processes (default: the CPU count); rows with the same problem go
+    to the same process, so each distinct prediction runs once.
+    """
+    t0 = time.perf_counter()
+    rows = read_measurements(list(paths))
+    jobs = jobs or os.cpu_count() or 1
+    needs = [m for m in rows if precheck(m) is None]
+    if jobs > 1 and len(needs) > 8:
+        keys = sorted({_row_key(m) for m in needs}, key=str)
+        slot = {k: i % jobs for i, k in enumerate(keys)}
+        parts: list[list[Measurement]] = [[] for _ in range(jobs)]
+        for m in rows:
+            parts[slot.get(_row_key(m), 0)].append(m)
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            outs = list(pool.map(_worker, [(p, costs, arch_filter, row_timeout_s) for p in parts]))
+        results = sorted((r for out, _ in outs for r in out), key=lambda r: r.m.index)
+        simulations = sum(n for _, n in outs)
+    else:
+        results, simulations = _worker((rows, costs, arch_filter, row_timeout_s))
+    summary = summarize_results(results)
+    summary["costs"] = costs
+    summary["files"] = [str(p) for p in paths]
+    summary["wall_s"] = round(time.perf_counter() - t0, 2)
+    summary["predictions_run"] = simulations
+    summary["jobs"] = jobs
+    summary["row_timeout_s"] = row_timeout_s
+    return results, summary

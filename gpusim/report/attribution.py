@@ -1,0 +1,220 @@
+"""Bottleneck attribution: how much of the kernel time each cause accounts for, and a one-line verdict.
+
+Method (an approximation of the critical path, stated so it can be argued with):
+
+1. The kernel time is launch overhead + simulated time. Launch overhead is its own cause.
+2. The *tail wave* costs ``T - mean(end)``: the kernel end minus the SM-weighted mean of the times the
+   SM groups finish. Perfectly balanced work would end at the mean, so the difference is the time
+   lost to SMs that ran out of work while others still had tiles.
+3. The SM group that finishes last carries the critical path. Its timeline up to the tail is split
+   into elementary intervals and each is charged to the first cause that holds, in this order:
+   tensor core busy; SFU busy; CUDA cores busy (fp32, conversions, integer); LSU / shared memory or
+   TMEM busy; memory port busy (TMA, cp.async, ldg moving bytes); a role waiting on data from memory
+   (the latency of loads in flight); anything else is a barrier, turnstile or latency wait.
+   Work that overlaps the tensor core is hidden behind it, so it is not charged.
+
+The shares add up to 1 (they are rounded so that the rounded values still do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpusim.report.intervals import Interval, clip, merge, subtract, total
+from gpusim.report.timeline import _check_recorded, last_sm, sm_end_ns
+from gpusim.sim.engine import SimRun
+
+CAUSES = (
+    "tensor_core",
+    "memory",
+    "cuda_cores",
+    "sfu",
+    "shared_memory",
+    "barrier_wait",
+    "launch",
+    "tail_wave",
+)
+
+CAUSE_LABELS = {
+    "tensor_core": "tensor core busy",
+    "memory": "waiting on TMA/HBM",
+    "cuda_cores": "CUDA-core work",
+    "sfu": "SFU work",
+    "shared_memory": "shared-memory / LSU work",
+    "barrier_wait": "barrier or turnstile waits",
+    "launch": "launch overhead",
+    "tail_wave": "tail wave",
+}
+
+_MEMORY_QUEUES = ("ldg", "cp_async", "tma_store")
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Shares of the kernel time per cause, the tail's own split, and the verdict."""
+
+    shares: dict[str, float]
+    tail_causes: dict[str, float]
+    critical_sm: int
+    verdict: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"shares": self.shares, "tail_causes": self.tail_causes, "critical_sm_group": self.critical_sm,
+                "verdict": self.verdict}  # fmt: skip
+
+
+def _memory_wait_labels(run: SimRun) -> set[str]:
+    labels = {f"wait_async {q}" for q in _MEMORY_QUEUES}
+    for name, buf in run.sched.buffers.items():
+        if buf.producer in ("tma", "cp_async"):
+            labels.add(f"wait {name}")
+    return labels
+
+
+def classify(run: SimRun, sm_index: int, lo: float, hi: float) -> dict[str, float]:
+    """Nanoseconds per cause on SM group ``sm_index`` over ``[lo, hi]`` (priority order, see module doc)."""
+    sm = run.sms[sm_index]
+
+    def server(*pipes: str) -> list[Interval]:
+        return merge((s.start_ns, s.end_ns) for p in pipes for s in sm.servers[p].spans or [])
+
+    ports = merge((a, b) for p in (sm.ingress, sm.egress) if p is not None for a, b, _ in p.spans or [])
+    mem_labels = _memory_wait_labels(run)
+    mem_waits = merge(
+        (a, b)
+        for r in run.runners
+        if r.sm.index == sm_index
+        for a, b, label in r.spans or []
+        if label in mem_labels
+    )
+    order = [
+        ("tensor_core", server("tensor")),
+        ("sfu", server("sfu")),
+        ("cuda_cores", server("fp32", "cvt", "int")),
+        ("shared_memory", server("lsu", "tmem")),
+        ("memory", ports),
+        ("memory", mem_waits),
+    ]
+    left = [(lo, hi)] if hi > lo else []
+    out = dict.fromkeys(CAUSES, 0.0)
+    for cause, busy in order:
+        taken = clip(busy, lo, hi)
+        hit = subtract(left, subtract(left, taken))  # left ∩ taken
+        out[cause] += total(hit)
+        left = subtract(left, taken)
+    out["barrier_wait"] += total(left)
+    return out
+
+
+def _tail_ns(run: SimRun) -> float:
+    ends = [(sm_end_ns(run, i), sm.weight) for i, sm in enumerate(run.sms)]
+    weight = sum(w for _, w in ends)
+    if weight <= 0:
+        return 0.0
+    mean = sum(e * w for e, w in ends) / weight
+    return max(0.0, run.kernel_ns - mean)
+
+
+def _round_shares(raw: dict[str, float], digits: int = 4) -> dict[str, float]:
+    s = sum(raw.values()) or 1.0
+    shares = {k: round(v / s, digits) for k, v in raw.items()}
+    residual = round(1.0 - sum(shares.values()), digits)
+    if residual:
+        biggest = max(shares, key=lambda k: shares[k])
+        shares[biggest] = round(shares[biggest] + residual, digits)
+    return shares
+
+
+def attribute(run: SimRun) -> Attribution:
+    """Attribute the kernel time of a recorded simulation to causes (see the module doc)."""
+    _check_recorded(run)
+    launch_ns = run.arch.calibration.launch_overhead_ns
+    kernel = run.kernel_ns
+    crit = last_sm(run)
+    tail = min(_tail_ns(run), kernel)
+    main = classify(run, crit, 0.0, kernel - tail)
+    # the critical group's own idle time before it started is counted as a wait
+    tail_split = classify(run, crit, kernel - tail, kernel) if tail > 0 else {}
+    raw = dict(main)
+    raw["tail_wave"] = tail
+    raw["launch"] = launch_ns
+    shares = _round_shares(raw)
+    tail_total = sum(tail_split.values())
+    tail_causes = (
+        {k: round(v / tail_total, 4) for k, v in tail_split.items() if v > 0} if tail_total > 0 else {}
+    )
+    return Attribution(shares, tail_causes, crit, verdict(run, shares, tail_causes))
+
+
+def _memory_level(run: SimRun) -> tuple[str, float]:
+    """Which memory level is closer to its peak, and how close (fraction of peak bandwidth)."""
+    net, mem = run.net, run.arch.memory
+    ns = max(run.kernel_ns, 1e-9)
+    hbm = (net.hbm_read_bytes + net.hbm_write_bytes) / (ns * mem.hbm_bandwidth_bytes_per_s / 1e9)
+    l2 = (net.l2_read_bytes + net.l2_write_bytes) / (ns * mem.l2_bandwidth_bytes_per_s / 1e9)
+    return ("HBM", hbm) if hbm >= l2 else ("L2", l2)
+
+
+def tensor_efficiency_while_busy(run: SimRun) -> float:
+    """Achieved tensor FLOP rate while the tensor core is busy, as a fraction of the dense peak."""
+    busy_sm_ns = sum(sm.servers["tensor"].busy_ns * sm.weight for sm in run.sms)
+    peak = run.arch.dense_peak_tflops(run.sched.metrics_dtype) or 0.0
+    if busy_sm_ns <= 0 or peak <= 0:
+        return 0.0
+    flops = sum(sm.tensor_flops * sm.weight for sm in run.sms)
+    per_sm_peak = peak * 1e3 / run.arch.sm_count  # FLOP/ns per SM
+    return flops / busy_sm_ns / per_sm_peak
+
+
+def verdict(run: SimRun, shares: dict[str, float], tail_causes: dict[str, float]) -> str:
+    """One line: the dominant cause with its evidence, then the runner-up and the tail."""
+    work = {k: v for k, v in shares.items() if k not in ("launch", "tail_wave")}
+    top = max(work, key=lambda k: work[k])
+    if shares["tail_wave"] > work[top]:
+        top = "tail_wave"
+    if shares["launch"] > max(work.get(top, 0.0), shares["tail_wave"]):
+        top = "launch"
+    level, level_frac = _memory_level(run)
+    if top == "tensor_core":
+        head = (f"tensor-core bound: {tensor_efficiency_while_busy(run):.0%} of peak while busy, "
+                f"busy {shares[top]:.0%} of the time")  # fmt: skip
+    elif top == "memory":
+        head = (f"memory-bound ({level}): {shares[top]:.0%} of the time waiting on TMA/{level}, "
+                f"{level} at {level_frac:.0%} of peak bandwidth")  # fmt: skip
+    elif top == "tail_wave":
+        head = f"tail-wave bound: {shares[top]:.0%} of the time with SMs out of work"
+    elif top == "launch":
+        head = f"launch-bound: launch overhead is {shares[top]:.0%} of the time"
+    elif top == "barrier_wait":
+        head = f"latency/synchronization bound: {shares[top]:.0%} of the time in barrier, turnstile or latency waits"
+    else:
+        head = f"{CAUSE_LABELS[top].replace(' work', '')}-bound: {shares[top]:.0%} of the time in {CAUSE_LABELS[top]}"
+    parts = [head]
+    rest = sorted((k for k in work if k != top), key=lambda k: -work[k])
+    if rest and work[rest[0]] >= 0.03:
+        k = rest[0]
+        label = f"waiting on TMA/{level}" if k == "memory" else CAUSE_LABELS[k]
+        parts.append(f"{work[k]:.0%} {label}")
+    if top != "tail_wave" and shares["tail_wave"] >= 0.01:
+        sub = max(tail_causes, key=lambda k: tail_causes[k]) if tail_causes else ""
+        what = f"waiting on TMA/{level}" if sub == "memory" else CAUSE_LABELS.get(sub, "")
+        parts.append(f"{shares['tail_wave']:.0%} in the tail wave" + (f" (last SMs: {what})" if what else ""))
+    return "; ".join(parts)
+
+
+def attribute_choice(prediction: Any, arch: Any, overrides: dict[str, Any]) -> Any:
+    """For an ``auto`` prediction: simulate its chosen schedule once more, recording, and attach the
+    attribution and verdict (the search itself simulates without recording, for speed)."""
+    from dataclasses import replace
+
+    from gpusim.schedule.load import load_schedule
+    from gpusim.sim.engine import simulate
+
+    choice = prediction.choice
+    if not choice:
+        return prediction
+    sched = load_schedule(choice["schedule"], arch, {**overrides, **choice["params"]})
+    attr = attribute(simulate(sched, arch, record=True))
+    return replace(prediction, attribution=attr.shares, verdict=attr.verdict)

@@ -1,0 +1,93 @@
+"""gpusim calibrate: determinism, bounds, cross-validation, overlays, intervals; gpusim measure without a GPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from gpusim.arch import load_arch
+from gpusim.calibrate.fit import calibrate
+from gpusim.calibrate.intervals import prediction_interval
+from gpusim.calibrate.measurements import COLUMNS, read_measurements
+from gpusim.cli import app
+
+HEADER = ",".join(COLUMNS)
+
+
+def _stream_rows(tmp_path: Path) -> Path:
+    """Synthetic copy-kernel rows on h100 at 85% of datasheet HBM bandwidth, two sources."""
+    lines = [HEADER]
+    for i, mib in enumerate((64, 96, 128, 160)):
+        nbytes = mib * 2**20
+        us = 2 * nbytes / (0.85 * 3.35e12) * 1e6
+        lines.append(f"src{i % 2},h100,stream,fp32,,,,1,,,,,,time,{us:.3f},us,,op=copy;bytes={nbytes}")
+    path = tmp_path / "stream.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_calibrate_fits_hbm_fraction_deterministically(tmp_path: Path) -> None:
+    rows = read_measurements([_stream_rows(tmp_path)])
+    base = load_arch("h100")
+    a = calibrate(rows, base, ["hbm_bandwidth_fraction"])
+    b = calibrate(rows, base, ["hbm_bandwidth_fraction"])
+    assert a["calibration"] == {**b["calibration"], "provenance": {**b["calibration"]["provenance"]}}
+    frac = a["calibration"]["hbm_bandwidth_fraction"]
+    assert 0.78 < frac < 0.92
+    prov = a["calibration"]["provenance"]
+    assert prov["rows_used"] == 4
+    assert prov["error_after"]["all"]["median_abs_pct"] < prov["error_before"]["all"]["median_abs_pct"]
+    cv = prov["cross_validation"]
+    assert cv["method"].startswith("leave-one-source-out")
+    assert cv["all"]["n"] == 4
+    assert "stream" in prov["residuals"]
+
+
+def test_parameter_at_bound_is_reported(tmp_path: Path) -> None:
+    lines = [HEADER]
+    for mib in (64, 128):
+        nbytes = mib * 2**20
+        us = 2 * nbytes / (0.2 * 3.35e12) * 1e6  # 20% of peak: below the 0.5 lower bound
+        lines.append(f"s,h100,stream,fp32,,,,1,,,,,,time,{us:.3f},us,,op=copy;bytes={nbytes}")
+    path = tmp_path / "slow.csv"
+    path.write_text("\n".join(lines) + "\n")
+    res = calibrate(read_measurements([path]), load_arch("h100"), ["hbm_bandwidth_fraction"])
+    at = res["calibration"]["provenance"]["at_bound"]
+    assert at and "hbm_bandwidth_fraction" in at[0] and "lower bound" in at[0]
+
+
+def test_calibrate_cli_writes_overlay_and_interval(tmp_path: Path) -> None:
+    out = tmp_path / "h100.yaml"
+    result = CliRunner().invoke(app, ["calibrate", str(_stream_rows(tmp_path)), "--arch", "h100",
+                                      "--fit", "hbm_bandwidth_fraction", "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "CV" in result.output and "hbm_bandwidth_fraction" in result.output
+    data = yaml.safe_load(out.read_text())
+    assert data["arch"] == "h100" and data["calibration"]["origin"] == "calibrated"
+    assert data["calibration"]["provenance"]["residuals"]["stream"]["n"] == 4
+
+
+def test_unknown_fit_name_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["calibrate", str(_stream_rows(tmp_path)), "--arch", "h100", "--fit", "bogus"]
+    )
+    assert result.exit_code != 0
+    assert "bogus" in str(result.exception)
+
+
+def test_interval_says_extrapolation_without_rows() -> None:
+    iv = prediction_interval("b100", "attn_fa4_fwd", 100.0, "datasheet")
+    assert iv["extrapolation"] is True
+    assert "extrapolation" in iv["text"]
+
+
+def test_measure_without_gpu_exits_2() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "gpusim", "measure", "--out", "/dev/null"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2
+    assert "GPU" in proc.stderr or "PyTorch" in proc.stderr

@@ -1,0 +1,159 @@
+"""FlashMLA decode (seesaw registers, split-KV balance, memory- vs compute-bound), DeepGEMM FP8
+(K-major rule, promotion, grouped layouts) and Blackwell block-scaled MMA legality."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusim.arch import load_arch
+from gpusim.errors import ScheduleRefused
+from gpusim.report.summary import summarize
+from gpusim.schedule.check import check_schedule
+from gpusim.schedule.load import load_schedule
+from gpusim.sim.engine import simulate
+from gpusim.sim.scheduler import plan_work, splitkv_balanced_parts
+
+H800 = load_arch("h800")
+B200 = load_arch("b200")
+H100 = load_arch("h100")
+MLA_SMALL = {"batch": 8, "seqlen_kv": 1024}
+
+
+def _predict(name: str, arch, **problem):
+    return summarize(simulate(load_schedule(name, arch, problem), arch))
+
+
+# ---- FlashMLA: registers -------------------------------------------------------------------------
+
+
+def test_seesaw_output_counts_32768_registers_and_fits_the_sm() -> None:
+    sched = load_schedule("mla_decode_flashmla", H800, MLA_SMALL)
+    rmem = sum(b.bytes // 4 for b in sched.buffers.values() if b.space == "rmem")
+    assert rmem == 64 * 512 == 32_768  # the 64x512 fp32 output
+    per_role = {b.role: b.bytes // 4 for b in sched.buffers.values() if b.space == "rmem"}
+    assert per_role == {"wg0": 16_384, "wg1": 16_384}  # O_L and O_R: 128 registers per thread each
+    budgets = check_schedule(sched, H800)
+    assert budgets.max_regs_per_thread == 128
+    assert budgets.registers_per_sm <= 65_536
+
+
+def test_whole_output_in_one_warpgroup_is_refused_with_the_numbers() -> None:
+    sched = load_schedule("mla_decode_flashmla", H800, {**MLA_SMALL, "SEESAW": 0})
+    with pytest.raises(ScheduleRefused, match=r"32,768 registers .* 256 registers per thread > 255"):
+        check_schedule(sched, H800)
+
+
+# ---- FlashMLA: bottleneck -----------------------------------------------------------------------
+
+
+def test_decode_is_memory_bound_with_few_query_heads() -> None:
+    p = _predict("mla_decode_flashmla", H800, batch=16, heads=16, seqlen_kv=2048)
+    assert p.bottleneck.startswith("HBM-bound"), p.bottleneck
+    assert p.utilization["hbm"] > 2 * p.utilization["tensor"]
+
+
+def test_decode_is_compute_bound_with_many_query_heads_per_kv_head() -> None:
+    p = _predict("mla_decode_flashmla", H800, batch=32, heads=128, seqlen_q=2, seqlen_kv=2048)
+    assert p.bottleneck.startswith("tensor core-bound"), p.bottleneck
+    assert p.utilization["tensor"] > p.utilization["hbm"]
+
+
+def test_decode_time_grows_with_seqlen() -> None:
+    short = _predict("mla_decode_flashmla", H800, batch=8, seqlen_kv=1024)
+    long = _predict("mla_decode_flashmla", H800, batch=8, seqlen_kv=4096)
+    assert long.time_us > 1.5 * short.time_us
+    assert long.time_us >= long.roofline_us
+
+
+# ---- split-KV scheduling -------------------------------------------------------------------------
+
+
+def test_splitkv_balanced_evens_out_uneven_requests() -> None:
+    blocks = [3, 200, 17, 64, 1, 129, 90, 40]
+    parts = splitkv_balanced_parts(blocks, parts=16, overhead=5)
+    covered: dict[int, int] = {}
+    for segs in parts:
+        for s in segs:
+            covered[s.request] = covered.get(s.request, 0) + s.block_end - s.block_begin
+    assert covered == dict(enumerate(blocks))  # every block assigned exactly once
+    work = [sum(s.block_end - s.block_begin + 5 for s in segs) for segs in parts]
+    # every part carries about the same payload (the last takes the remainder)
+    assert max(work) / (sum(work) / len(work)) < 1.05
+    assert min(work[:-1]) / max(work) > 0.85
+    big = [s for segs in parts for s in segs if s.request == 1]
+    assert len(big) > 1 and all(s.n_splits == len(big) for s in big)
+
+
+def test_mla_units_carry_segment_fields() -> None:
+    sched = load_schedule("mla_decode_flashmla", H800, {"batch": 3, "seqlen_kv": 4096})
+    plan = plan_work(sched, H800, group_identical=False)
+    units = [cu[0] for slot in plan.slot_lists for cu in slot]
+    assert sched.env["PARTS"] == 66
+    by_m: dict[int, int] = {}
+    for u in units:
+        by_m[u["m"]] = by_m.get(u["m"], 0) + u["blocks"]
+    assert by_m == {0: 3 * 64, 1: 3 * 64}  # each m-block walks every KV block once
+    assert any(u["is_split"] for u in units)
+    per_slot = [sum(cu[0]["blocks"] for cu in slot) for slot in plan.slot_lists if slot]
+    assert max(per_slot) - min(per_slot) <= 5
+
+
+# ---- DeepGEMM FP8 --------------------------------------------------------------------------------
+
+
+def test_fp8_wgmma_refuses_mn_major_operands() -> None:
+    sched = load_schedule("gemm_fp8_deepgemm", H800, {"M": 1024, "N": 1024, "K": 1024, "B_MAJOR": "mn"})
+    with pytest.raises(ScheduleRefused, match=r"fp8_e4m3 on h800 needs K-major operands.*B is MN-major"):
+        check_schedule(sched, H800)
+    bf16 = load_schedule(
+        "gemm_fp8_deepgemm", H800, {"M": 1024, "N": 1024, "K": 1024, "dtype": "bf16", "B_MAJOR": "mn"}
+    )
+    check_schedule(bf16, H800)  # 16-bit wgmma may read MN-major B
+
+
+def test_fp8_promotion_runs_on_cuda_cores() -> None:
+    p = _predict("gemm_fp8_deepgemm", H800, M=1024, N=1024, K=2048)
+    assert p.utilization["fp32"] > 0
+    assert p.time_us >= p.roofline_us
+
+
+def test_masked_grouped_layout_skips_padding_blocks() -> None:
+    base = {"groups": 4, "M": 512, "N": 1024, "K": 1024, "layout": "masked"}
+    full = _predict("gemm_fp8_deepgemm", H800, **base)
+    part = _predict("gemm_fp8_deepgemm", H800, **base, masked_m=100)
+    assert part.time_us < full.time_us
+    contiguous = _predict("gemm_fp8_deepgemm", H800, groups=4, M=512, N=1024, K=1024)
+    assert contiguous.tflops > 0
+
+
+# ---- block-scaled formats ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["nvfp4", "mxfp8", "mxfp4"])
+def test_block_scaled_legal_on_b200(dtype: str) -> None:
+    p = _predict("gemm_tcgen05", B200, M=1024, N=1024, K=1024, dtype=dtype)
+    assert p.tflops > 0
+
+
+def test_block_scale_vector_mismatch_is_refused_with_the_rule() -> None:
+    sched = load_schedule(
+        "gemm_tcgen05", B200, {"M": 1024, "N": 1024, "K": 1024, "dtype": "nvfp4", "SCALE_VEC": 32}
+    )
+    with pytest.raises(
+        ScheduleRefused, match=r"nvfp4 on b200 needs scale_vec 16 with ue4m3 scales.*got scale_vec 32"
+    ):
+        check_schedule(sched, B200)
+
+
+def test_block_scale_dtype_mismatch_is_refused() -> None:
+    sched = load_schedule(
+        "gemm_tcgen05", B200, {"M": 1024, "N": 1024, "K": 1024, "dtype": "mxfp8", "SCALE_DTYPE": "ue4m3"}
+    )
+    with pytest.raises(ScheduleRefused, match=r"mxfp8 on b200 needs scale_vec 32 with ue8m0 scales"):
+        check_schedule(sched, B200)
+
+
+def test_block_scaled_dtype_refused_on_hopper() -> None:
+    sched = load_schedule("gemm_ws_cooperative", H100, {"M": 1024, "N": 1024, "K": 1024, "dtype": "mxfp8"})
+    with pytest.raises(ScheduleRefused, match=r"wgmma on h100 has no mxfp8 path"):
+        check_schedule(sched, H100)

@@ -1,0 +1,122 @@
+"""gpusim validate: measurement files, bad rows, JSON structure, FLOP conventions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpusim.calibrate.convention import measured_time_us
+from gpusim.calibrate.measurements import COLUMNS, read_measurements
+from gpusim.calibrate.validate import run_validate
+from gpusim.cli import app
+from gpusim.errors import InputError
+
+HEADER = ",".join(COLUMNS)
+
+
+def _row(**kw: object) -> str:
+    vals = {c: "" for c in COLUMNS}
+    vals.update({"source": "test", "batch": "1"})
+    vals.update({k: str(v) for k, v in kw.items()})
+    return ",".join(vals[c] for c in COLUMNS)
+
+
+def _write(tmp_path: Path, name: str, lines: list[str], header: str = HEADER) -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join([header, *lines]) + "\n")
+    return path
+
+
+STREAM = {"arch": "h100", "schedule": "stream", "dtype": "fp32", "metric": "time", "unit": "us",
+          "params": "op=copy;bytes=4194304"}  # fmt: skip
+
+
+def test_missing_columns_rejected_naming_them(tmp_path: Path) -> None:
+    header = ",".join(c for c in COLUMNS if c not in ("metric", "unit"))
+    path = _write(tmp_path, "bad.csv", [], header=header)
+    with pytest.raises(InputError, match="missing columns metric, unit"):
+        read_measurements([path])
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert isinstance(result.exception, InputError)
+
+
+def test_non_numeric_value_names_row_and_column(tmp_path: Path) -> None:
+    path = _write(tmp_path, "m.csv", [_row(**STREAM, value=12.5), _row(**{**STREAM, "M": "abc"}, value=3)])
+    results, _ = run_validate([path], jobs=1)
+    bad = results[1]
+    assert bad.skipped is not None and "column M" in bad.skipped and "'abc'" in bad.skipped
+    assert f"{path}:3" in bad.skipped and "row 1" in bad.skipped
+    assert results[0].skipped is None
+
+
+def test_unknown_arch_and_schedule_skipped_with_reason(tmp_path: Path) -> None:
+    path = _write(tmp_path, "m.csv", [_row(**{**STREAM, "arch": "GH200 SXM"}, value=10),
+                                      _row(**{**STREAM, "schedule": "no_such_kernel"}, value=10)])  # fmt: skip
+    results, summary = run_validate([path], jobs=1)
+    assert results[0].skipped == "unknown arch 'GH200 SXM'"
+    assert "unknown schedule 'no_such_kernel'" in (results[1].skipped or "")
+    assert summary["skipped"] == 2
+
+
+def test_json_structure_and_global_row_index(tmp_path: Path) -> None:
+    a = _write(tmp_path, "a.csv", [_row(**STREAM, value=20)])
+    b = _write(tmp_path, "b.csv", [_row(**STREAM, value=30), _row(**{**STREAM, "arch": "L40"}, value=5)])
+    result = CliRunner().invoke(app, ["validate", str(a), str(b), "--json", "--datasheet"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert set(data) == {"rows", "summary"}
+    rows = data["rows"]
+    assert [r["row"] for r in rows] == [0, 1, 2]
+    for r in rows:
+        for key in (
+            "row",
+            "file",
+            "arch",
+            "schedule",
+            "measured_time_us",
+            "predicted_time_us",
+            "error_pct",
+            "skipped",
+        ):
+            assert key in r
+    assert rows[0]["predicted_time_us"] > 0 and rows[0]["skipped"] is None
+    assert rows[2]["predicted_time_us"] is None and rows[2]["skipped"] == "unknown arch 'L40'"
+    assert rows[1]["file"] == str(b)
+    fam = data["summary"]["by_arch_family"]
+    assert any(g["arch"] == "h100" and g["family"] == "stream" and g["rows"] == 2 for g in fam)
+    for key in ("median_abs_pct", "mean_abs_pct", "p90_abs_pct", "bias_pct", "skipped"):
+        assert key in fam[0]
+
+
+def test_flop_conventions(tmp_path: Path) -> None:
+    lines = [
+        _row(arch="h100", schedule="auto:gemm", dtype="bf16", M=1000, N=1000, K=1000, metric="throughput",
+             value=2, unit="TFLOPS"),
+        _row(arch="h100", schedule="attn_fa2_fwd", dtype="fp16", batch=2, heads=4, seqlen_q=1000, seqlen_kv=1000,
+             head_dim=100, causal=1, metric="fwd_throughput", value=1, unit="TFLOPS"),
+        _row(arch="h100", schedule="attn_fa2_fwd+attn_fa2_bwd", dtype="fp16", batch=2, heads=4, seqlen_q=1000,
+             seqlen_kv=1000, head_dim=100, causal=0, metric="fwd_bwd_throughput", value=1, unit="TFLOPS"),
+        _row(arch="h100", schedule="stream", dtype="fp32", metric="memory_bandwidth", value=1000, unit="GB/s",
+             params="op=triad;bytes=1000000"),
+        _row(arch="h100", schedule="stream", dtype="fp32", metric="time", value=2, unit="ms", params="op=copy;bytes=8"),
+    ]  # fmt: skip
+    rows = read_measurements([_write(tmp_path, "f.csv", lines)])
+    assert measured_time_us(rows[0]) == pytest.approx(1000.0)  # 2e9 FLOP at 2 TFLOPS
+    assert measured_time_us(rows[1]) == pytest.approx(4 * 2 * 1e6 * 4 * 100 / 2 / 1e12 * 1e6)
+    assert measured_time_us(rows[2]) == pytest.approx(3.5 * 4 * 2 * 1e6 * 4 * 100 / 1e12 * 1e6)
+    assert measured_time_us(rows[3]) == pytest.approx(3e6 / 1e12 * 1e6)
+    assert measured_time_us(rows[4]) == pytest.approx(2000.0)
+
+
+def test_real_file_small(tmp_path: Path) -> None:
+    """One run over a small shipped file: every row is either predicted or skipped with a reason."""
+    path = Path(__file__).resolve().parent.parent / "data" / "measurements" / "thunderkittens_gemm.csv"
+    results, summary = run_validate([path], costs="datasheet", jobs=1)
+    assert summary["rows"] == len(results) == 14
+    assert all((r.predicted_time_us is None) == (r.skipped is not None) for r in results)
+    predicted = [r for r in results if r.predicted_time_us is not None]
+    assert len(predicted) == 3
+    assert all(abs(r.error_pct) < 60 for r in predicted)
