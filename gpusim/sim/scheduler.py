@@ -254,10 +254,9 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
             slot_lists[i % num_slots].append(cu)
 
     used = _program_names(sched)
-    sig_keys = sorted(
-        {k for s in slot_lists for cu in s for u in cu for k in u} & (used | set(launch.fields))
-    )
-    sig_keys = [k for k in sig_keys if k in used or k in launch.fields or k.startswith("k_")]
+    # Only what the programs read can make two slots behave differently (operand keys matter through the
+    # per-wave L2 miss fractions, which every slot of a wave shares).
+    sig_keys = sorted({k for s in slot_lists for cu in s for u in cu for k in u} & used)
 
     def signature(slot: list[ClusterUnit]) -> tuple:
         return tuple(tuple(tuple(u.get(k) for k in sig_keys) for u in cu) for cu in slot)
