@@ -74,8 +74,11 @@ def _tensor_bound_us(sched: Any, arch: Arch) -> float:
     return sched.flops / flops_per_us
 
 
-def search_gemm(arch: Arch, problem: dict[str, Any]) -> tuple[Prediction, list[Candidate]]:
-    """Simulate the candidate GEMM schedules for ``problem`` on ``arch`` and return the fastest."""
+def search_gemm(
+    arch: Arch, problem: dict[str, Any], deadline_s: float | None = None
+) -> tuple[Prediction, list[Candidate]]:
+    """Simulate the candidate GEMM schedules for ``problem`` on ``arch`` and return the fastest
+    (SimulationTimeout once ``deadline_s``, a ``time.perf_counter()`` value, has passed)."""
     unknown = [k for k in problem if k not in GEMM_PROBLEM_KEYS]
     if unknown:
         raise InputError(f"auto:gemm: --set {unknown[0]}: only the problem ({', '.join(GEMM_PROBLEM_KEYS)}) can be "
@@ -98,7 +101,7 @@ def search_gemm(arch: Arch, problem: dict[str, Any]) -> tuple[Prediction, list[C
                 if "SPLITS" in params and sched.launch.num_units >= arch.sm_count:
                     tried.append(Candidate(name, params, None, "skipped: enough tiles without split-K"))
                     continue
-                prediction = summarize(simulate(sched, arch))
+                prediction = summarize(simulate(sched, arch, deadline_s=deadline_s))
             except ScheduleRefused as exc:
                 tried.append(Candidate(name, params, None, f"refused: {exc}"))
                 continue

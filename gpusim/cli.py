@@ -314,7 +314,7 @@ def calibrate_cmd(
     ] = None,
     max_rows: Annotated[
         int, typer.Option("--max-rows", help="Fit on at most this many rows (spread evenly).")
-    ] = 40,
+    ] = 14,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
     as_json: JsonFlag = False,
 ) -> None:

@@ -38,6 +38,10 @@ class DeadlockError(GpusimError):
     """The simulation stopped with roles still blocked."""
 
 
+class SimulationTimeout(GpusimError):
+    """A simulation ran past the wall-clock limit its caller gave it."""
+
+
 def _field_path(loc: tuple[Any, ...]) -> str:
     parts: list[str] = []
     for item in loc:

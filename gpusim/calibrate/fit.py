@@ -35,11 +35,13 @@ from gpusim.errors import InputError
 PRIOR_WEIGHT = 0.05
 STEP = 0.10
 MAX_ITERS = 3
-FIT_BUDGET_S = 30.0
-"""Simulation time the linearisations may spend (estimated from each row's first prediction)."""
-MAX_FIT_ROWS = 24
-SLOW_ROW_S = 5.0
-"""Rows whose prediction takes longer are left out of the fit (reported as skipped)."""
+FIT_BUDGET_US = 60_000.0
+"""Measured GPU time (us) the fit rows may add up to, times (parameters + 1) x iterations: simulation
+cost grows with the kernel's length, so this bounds the fit's run time without depending on the speed
+of the machine (the fit stays deterministic)."""
+MAX_FIT_ROWS = 14
+LONG_KERNEL_US = 5_000.0
+"""Rows whose measured kernel takes longer are left out of the fit (slow to simulate)."""
 
 
 @dataclass
@@ -85,6 +87,8 @@ def _select(rows: list[Measurement], arch_id: str, max_rows: int) -> tuple[list[
             measured_time_us(m)
         except (UnknownNameError, ValueError, KeyError):
             continue
+        if measured_time_us(m) > LONG_KERNEL_US:
+            continue
         usable.append(m)
     if len(usable) <= max_rows:
         return usable, len(usable)
@@ -128,12 +132,13 @@ def _solve(rows: list[FitRow], mult: list[FitParam], add: FitParam | None, xc: n
     return sol.x * scale
 
 
-def _within_budget(rows: list[FitRow], seconds: dict[int, float], n_params: int) -> list[FitRow]:
-    """The cheapest rows of each family, taken in turn, while the estimated fit time stays in budget.
+def _within_budget(rows: list[FitRow], n_params: int) -> list[FitRow]:
+    """The shortest kernels of each family, taken in turn, while the fit's cost stays in budget.
 
-    Each kept row costs about (its first prediction's time, at most that of one search) x
-    (parameters + 1) x iterations; at least 3 rows per family are kept when there are.
+    Each kept row costs its measured time x (parameters + 1) x iterations in FIT_BUDGET_US; at least 3
+    rows per family are kept when there are.
     """
+    seconds = {fr.m.index: fr.measured_us for fr in rows}
     per_family: dict[str, list[FitRow]] = defaultdict(list)
     for fr in sorted(rows, key=lambda fr: (seconds.get(fr.m.index, 0.0), fr.m.index)):
         per_family[fr.family].append(fr)
@@ -146,7 +151,7 @@ def _within_budget(rows: list[FitRow], seconds: dict[int, float], n_params: int)
                 continue
             fr = per_family[fam][rank]
             cost = seconds.get(fr.m.index, 0.0) * factor
-            if rank >= 3 and spent + cost > FIT_BUDGET_S:
+            if rank >= 3 and spent + cost > FIT_BUDGET_US:
                 continue
             kept.append(fr)
             spent += cost
@@ -168,13 +173,10 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     chosen, n_usable = _select(rows, base.id, max_rows)
     if not chosen:
         raise InputError(f"calibrate: no usable measured rows for {base.id}")
-    predictor = Predictor(timeout_s=SLOW_ROW_S)
+    predictor = Predictor()
     base_results = []
-    row_seconds: dict[int, float] = {}
     for m in chosen:
-        t_row = time.perf_counter()
         base_results += validate_rows([m], costs="datasheet", predictor=predictor, arch_override=base)
-        row_seconds[m.index] = time.perf_counter() - t_row
     ok = [r for r in base_results if r.predicted_time_us is not None and r.measured_time_us]
     skipped = {r.m.index: r.skipped for r in base_results if r.skipped}
     if not ok:
@@ -193,11 +195,13 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     # parameter, stepping 10% towards the lower bound), solve, move, until the step is under 1%.
     fit_rows = [FitRow(r.m, r.family, r.measured_time_us, r.predicted_time_us, r.pins or (), np.zeros(len(mult)))
                 for r in ok]  # fmt: skip
-    fit_rows = _within_budget(fit_rows, row_seconds, len(mult))
+    fit_rows = _within_budget(fit_rows, len(mult))
     used = {fr.m.index for fr in fit_rows}
     for r in ok:
         if r.m.index not in used:
-            skipped[r.m.index] = "left out of the fit: slow to simulate (fit time budget)"
+            skipped[r.m.index] = (
+                "left out of the fit: the fit's simulation budget (FIT_BUDGET_US) was spent on shorter kernels"
+            )
     x = x0.copy()
     iterations = 0
     for iterations in range(1, MAX_ITERS + 1):

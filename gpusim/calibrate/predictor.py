@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.calibrate.measurements import Measurement
-from gpusim.errors import DeadlockError, GpusimError, ScheduleRefused, UnknownNameError
+from gpusim.errors import DeadlockError, GpusimError, ScheduleRefused, SimulationTimeout, UnknownNameError
 
 
 class Skip(Exception):
@@ -49,19 +50,11 @@ def _cal_key(arch: Arch) -> tuple[Any, ...]:
             c.launch_overhead_ns, c.tensor_issue_efficiency, c.cuda_core_issue_efficiency)  # fmt: skip
 
 
-class _Timeout(Exception):
-    pass
-
-
-def _alarm(signum: int, frame: Any) -> None:
-    raise _Timeout
-
-
 class Predictor:
     """Predictions of rows, cached by (arch costs, schedule, problem) within one run.
 
     ``timeout_s`` bounds one prediction (search or simulation); a row that takes longer is skipped
-    with that reason (only enforced in a main thread on POSIX, where SIGALRM exists).
+    with that reason (the simulator checks a wall-clock deadline as it runs).
     """
 
     def __init__(self, timeout_s: float | None = None) -> None:
@@ -72,29 +65,19 @@ class Predictor:
     def part(self, schedule: str, arch: Arch, problem: dict[str, Any],
              pinned: tuple[str, tuple[tuple[str, Any], ...]] | None = None) -> PartPrediction:  # fmt: skip
         """One schedule's prediction, within the time limit."""
-        import signal
-        import threading
-
-        use_alarm = (self.timeout_s and hasattr(signal, "SIGALRM")
-                     and threading.current_thread() is threading.main_thread())  # fmt: skip
-        if not use_alarm:
-            return self._part(schedule, arch, problem, pinned)
-        old = signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, float(self.timeout_s))  # type: ignore[arg-type]
+        deadline = time.perf_counter() + self.timeout_s if self.timeout_s else None
         try:
-            return self._part(schedule, arch, problem, pinned)
-        except _Timeout:
+            return self._part(schedule, arch, problem, pinned, deadline)
+        except SimulationTimeout:
             key = (_cal_key(arch), schedule, tuple(sorted(problem.items())), pinned)
             reason = (f"{schedule}: prediction took over {self.timeout_s:g} s (simulator speed; "
                       "raise --row-timeout)")  # fmt: skip
             self.cache[key] = reason
             raise Skip(reason) from None
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
 
     def _part(self, schedule: str, arch: Arch, problem: dict[str, Any],
-              pinned: tuple[str, tuple[tuple[str, Any], ...]] | None = None) -> PartPrediction:  # fmt: skip
+              pinned: tuple[str, tuple[tuple[str, Any], ...]] | None = None,
+              deadline: float | None = None) -> PartPrediction:  # fmt: skip
         """One schedule's prediction (``pinned``: simulate this auto choice instead of searching)."""
         from gpusim.autotune import is_auto, search_gemm
         from gpusim.report.summary import summarize
@@ -111,14 +94,14 @@ class Predictor:
             if is_auto(schedule) and pinned is None:
                 if schedule == "auto:attn":
                     raise Skip("auto:attn: no attention search exists yet")
-                prediction, _ = search_gemm(arch, problem)
+                prediction, _ = search_gemm(arch, problem, deadline_s=deadline)
                 self.simulations += 1
                 choice = prediction.choice or {}
                 chosen = (choice.get("schedule", ""), tuple(sorted((choice.get("params") or {}).items())))
                 result = PartPrediction(schedule, prediction.time_us, chosen)
             else:
                 name, params = (pinned[0], {**problem, **dict(pinned[1])}) if pinned else (schedule, problem)
-                run = simulate(load_schedule(name, arch, params), arch)
+                run = simulate(load_schedule(name, arch, params), arch, deadline_s=deadline)
                 self.simulations += 1
                 result = PartPrediction(schedule, summarize(run).time_us, pinned)
         except Skip as exc:
@@ -128,6 +111,8 @@ class Predictor:
             reason = str(exc)
             self.cache[key] = reason
             raise Skip(reason) from None
+        except SimulationTimeout:
+            raise
         except (ScheduleRefused, DeadlockError, GpusimError) as exc:
             reason = f"{schedule}: {exc}" if not str(exc).startswith(schedule) else str(exc)
             self.cache[key] = reason

@@ -9,7 +9,7 @@ from typing import Any
 import simpy
 
 from gpusim.arch import Arch
-from gpusim.errors import DeadlockError, ScheduleRefused, UnknownNameError
+from gpusim.errors import DeadlockError, ScheduleRefused, SimulationTimeout, UnknownNameError
 from gpusim.schedule.check import Budgets, check_schedule
 from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Schedule
@@ -250,11 +250,19 @@ class _Builder:
         cta.syncthreads = NamedBarrier(env, "__syncthreads", max(1, self.sync_warps))
 
 
-def simulate(sched: Schedule, arch: Arch, *, record: bool = False, group_identical: bool = True) -> SimRun:
+def simulate(
+    sched: Schedule,
+    arch: Arch,
+    *,
+    record: bool = False,
+    group_identical: bool = True,
+    deadline_s: float | None = None,
+) -> SimRun:
     """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
 
     ``group_identical`` simulates SM groups with identical work once, standing for all of them; turn it
-    off to simulate every SM (slower; the two agree, which a test checks)."""
+    off to simulate every SM (slower; the two agree, which a test checks). ``deadline_s`` (a
+    ``time.perf_counter()`` value) stops a simulation that runs past it with SimulationTimeout."""
     budgets = check_schedule(sched, arch)
     start = time.perf_counter()
     plan = plan_work(sched, arch, group_identical=group_identical)
@@ -275,6 +283,9 @@ def simulate(sched: Schedule, arch: Arch, *, record: bool = False, group_identic
             events += 1
         except simpy.core.EmptySchedule:
             break
+        if deadline_s is not None and events % 2048 == 0 and time.perf_counter() > deadline_s:
+            raise SimulationTimeout(f"{sched.name} on {arch.id}: simulation stopped at its wall-clock limit "
+                                    f"after {events:,} events")  # fmt: skip
     blocked = [r for r in builder.runners if not r.finished]
     if blocked:
         lines = "; ".join(
