@@ -25,11 +25,11 @@ from scipy.optimize import least_squares
 from gpusim.arch import Arch
 from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement
-from gpusim.calibrate.overlay import with_calibration
 from gpusim.calibrate.params import FitParam, fit_params
 from gpusim.calibrate.predictor import Predictor, Skip
 from gpusim.calibrate.stats import error_pct, error_stats, log_residual_quantiles
 from gpusim.calibrate.validate import precheck, validate_rows
+from gpusim.costs import with_calibration
 from gpusim.errors import InputError
 
 PRIOR_WEIGHT = 0.05
