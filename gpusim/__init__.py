@@ -39,7 +39,27 @@ _EXPORTS = {
     "LimitExceeded": "gpusim.errors",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Arch",
+    "CompareRow",
+    "Comparison",
+    "DeadlockError",
+    "GpusimError",
+    "InputError",
+    "Interval",
+    "LimitExceeded",
+    "Prediction",
+    "ScheduleRefused",
+    "Variant",
+    "all_archs",
+    "archs",
+    "builtin_arch_ids",
+    "compare",
+    "load_arch",
+    "load_schedule",
+    "predict",
+    "schedules",
+]
 
 if TYPE_CHECKING:
     from gpusim.api import archs, load_arch, load_schedule, predict, schedules
