@@ -24,6 +24,13 @@ class Variant:
     overrides: dict[str, Any] = field(default_factory=dict)
     """Schedule parameters (and problem values) of this variant only."""
     label: str = ""
+    option: str = "--set"
+    """The command-line option its overrides came from (named in errors)."""
+
+    @property
+    def name(self) -> str:
+        """The label, or ``schedule on arch``."""
+        return self.label or f"{self.schedule} on {self.arch or 'its reference arch'}"
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,7 @@ class CompareRow:
     def to_dict(self) -> dict[str, Any]:
         """JSON form: the variant, then the prediction's document or the refusal."""
         v = self.variant
-        head = {"variant": v.label, "schedule": v.schedule, "arch": v.arch, "overrides": v.overrides}
+        head = {"variant": v.name, "schedule": v.schedule, "arch": v.arch, "overrides": v.overrides}
         if self.prediction is None:
             return {**head, "refused": self.refused}
         return {**head, "refused": None, **{k: x for k, x in self.prediction.to_dict().items()
@@ -99,7 +106,35 @@ def compare(
         except ScheduleRefused as exc:
             rows.append(CompareRow(v, None, str(exc)))
             continue
+        except InputError as exc:
+            text = str(exc)
+            if v.option != "--set" and text.startswith("--set ") and "unknown parameter" in text:
+                raise InputError(v.option + text[len("--set") :]) from None
+            raise
         if shown is None:
             shown = {k: pred.problem[k] for k in base if k in pred.problem}
         rows.append(CompareRow(v, pred))
     return Comparison(shown if shown is not None else base, costs, rows)
+
+
+def build_variants(schedules: list[str], archs: list[str], vs: list[dict[str, Any]]) -> list[Variant]:
+    """Every schedule x arch x (the base, then each ``--vs`` set), labelled by what differs."""
+    if not schedules:
+        raise InputError("compare needs at least one schedule")
+    sets: list[tuple[str, dict[str, Any], str]] = [("", {}, "--set")]
+    if vs:
+        keys = list(dict.fromkeys(k for extra in vs for k in extra))
+        sets = [("base (" + ", ".join(f"{k} default" for k in keys) + ")", {}, "--set")]
+        sets += [(", ".join(f"{k}={v}" for k, v in extra.items()), dict(extra), "--vs") for extra in vs]
+    out = []
+    for schedule in schedules:
+        for arch in archs or [None]:
+            for set_label, overrides, option in sets:
+                parts = [schedule] if len(schedules) > 1 else []
+                if len(archs) > 1:
+                    parts.append(str(arch))
+                if len(sets) > 1:
+                    parts.append(set_label)
+                label = " / ".join(parts)
+                out.append(Variant(schedule, arch, overrides, label, option))
+    return out

@@ -166,14 +166,15 @@ def _values(x: np.ndarray, mult: list[FitParam], add: FitParam | None) -> dict[s
 
 
 def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = None,
-              max_rows: int = MAX_FIT_ROWS) -> dict[str, Any]:  # fmt: skip
-    """Fit ``base``'s calibration block to its rows; returns the block, provenance and report."""
+              max_rows: int = MAX_FIT_ROWS, on_progress: Any = None) -> dict[str, Any]:  # fmt: skip
+    """Fit ``base``'s calibration block to its rows; returns the block, provenance and report.
+    ``on_progress(simulations, 0)`` is called after each simulation (progress bars)."""
     t0 = time.perf_counter()
     base = _arch_with(base, {}, origin="datasheet")
     chosen, n_usable = _select(rows, base.id, max_rows)
     if not chosen:
         raise InputError(f"calibrate: no usable measured rows for {base.id}")
-    predictor = Predictor()
+    predictor = Predictor(on_simulation=on_progress)
     base_results = []
     for m in chosen:
         base_results += validate_rows([m], costs="datasheet", predictor=predictor, arch_override=base)

@@ -74,7 +74,8 @@ def _bandwidth(ax, run: SimRun, lo: float, hi: float, bins: int = 300) -> None:
 
 
 def plot_timeline(run: SimRun, path: str | Path, sm_index: int | None = None,
-                  window_ns: tuple[float, float] | None = None, verdict: str | None = None) -> Path:  # fmt: skip
+                  window_ns: tuple[float, float] | None = None, verdict: str | None = None,
+                  costs: str | None = None) -> Path:  # fmt: skip
     """Write the timeline PNG of SM group ``sm_index`` (default: the busiest) over ``window_ns``
     (default: about three tile periods in the middle of its work)."""
     sm_index = busiest_sm(run) if sm_index is None else check_sm(run, sm_index)
@@ -115,7 +116,8 @@ def plot_timeline(run: SimRun, path: str | Path, sm_index: int | None = None,
     total_ns = run.kernel_ns + arch.calibration.launch_overhead_ns
     tflops = sched.flops / total_ns / 1e3 if total_ns else 0.0
     title = (f"{sched.name} on {arch.id}: {total_ns / 1000:,.2f} µs, {tflops:,.1f} TFLOPS — "
-             f"SM group {sm_index} of {len(run.sms)} (stands for {sm.weight} SMs)")  # fmt: skip
+             f"SM group {sm_index} of {len(run.sms)} (stands for {sm.weight} SMs); "
+             f"{costs or arch.calibration.origin} costs")  # fmt: skip
     fig.suptitle(title, fontsize=13, x=0.02, ha="left", y=0.985)
     if verdict:
         fig.text(0.02, 0.945, "\n".join(textwrap.wrap(verdict, 150)), fontsize=10, ha="left", va="top",
