@@ -23,6 +23,13 @@ _EXPORTS = {
     "load_schedule": "gpusim.api",
     "schedules": "gpusim.api",
     "archs": "gpusim.api",
+    "read_measurements": "gpusim.api",
+    "validate": "gpusim.api",
+    "plot_timeline": "gpusim.figures",
+    "write_trace": "gpusim.figures",
+    "plot_compare": "gpusim.figures",
+    "plot_roofline": "gpusim.figures",
+    "roofline_point": "gpusim.figures",
     "compare": "gpusim.comparison",
     "Variant": "gpusim.comparison",
     "Comparison": "gpusim.comparison",
@@ -57,15 +64,23 @@ __all__ = [
     "compare",
     "load_arch",
     "load_schedule",
+    "plot_compare",
+    "plot_roofline",
+    "plot_timeline",
     "predict",
+    "read_measurements",
+    "roofline_point",
     "schedules",
+    "validate",
+    "write_trace",
 ]
 
 if TYPE_CHECKING:
-    from gpusim.api import archs, load_arch, load_schedule, predict, schedules
+    from gpusim.api import archs, load_arch, load_schedule, predict, read_measurements, schedules, validate
     from gpusim.arch import Arch, all_archs, builtin_arch_ids
     from gpusim.comparison import CompareRow, Comparison, Variant, compare
     from gpusim.errors import DeadlockError, GpusimError, InputError, LimitExceeded, ScheduleRefused
+    from gpusim.figures import plot_compare, plot_roofline, plot_timeline, roofline_point, write_trace
     from gpusim.result import Interval, Prediction
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,12 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, settings
 
-import gpusim
-from gpusim.arch import archs_dir
+# Tests see the shipped calibration only: user overlays (``gpusim calibrate`` output) go to an empty
+# directory of this test session, never to the user's own.
+os.environ["GPUSIM_CALIBRATION_DIR"] = tempfile.mkdtemp(prefix="gpusim-test-calibration-")
+
+import gpusim  # noqa: E402
+from gpusim.arch import archs_dir  # noqa: E402
 from gpusim.yamlio import parse_yaml_text
 
 # Deterministic, database-free property tests under CI; a few more examples locally.

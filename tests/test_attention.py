@@ -8,7 +8,8 @@ import pytest
 
 from gpusim.arch import load_arch
 from gpusim.errors import ScheduleRefused
-from gpusim.report.summary import Prediction, summarize
+from gpusim.api import predict
+from gpusim.result import Prediction
 from gpusim.schedule.load import load_schedule
 from gpusim.sim.engine import simulate
 
@@ -17,7 +18,7 @@ SMALL = {"batch": 1, "heads": 16, "seqlen_q": 2048, "head_dim": 128}
 
 def _predict(schedule: str, arch: str, **overrides: Any) -> Prediction:
     arch_obj = load_arch(arch)
-    return summarize(simulate(load_schedule(schedule, arch_obj, {**SMALL, **overrides}), arch_obj))
+    return predict(schedule, arch_obj, costs="datasheet", attribute=False, **{**SMALL, **overrides})
 
 
 def test_fa3_beats_fa2_on_h100_by_a_wide_margin() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from gpusim.arch import load_arch
 from gpusim.errors import ScheduleRefused
-from gpusim.report.summary import summarize
+from gpusim.api import predict
 from gpusim.schedule.check import check_schedule
 from gpusim.schedule.load import load_schedule
 from gpusim.sim.engine import simulate
@@ -20,7 +20,7 @@ MLA_SMALL = {"batch": 8, "seqlen_kv": 1024}
 
 
 def _predict(name: str, arch, **problem):
-    return summarize(simulate(load_schedule(name, arch, problem), arch))
+    return predict(name, arch, costs="datasheet", attribute=False, **problem)
 
 
 # ---- FlashMLA: registers -------------------------------------------------------------------------

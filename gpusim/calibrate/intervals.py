@@ -12,7 +12,7 @@ from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.calibrate.convention import family_of
-from gpusim.calibrate.overlay import overlay_files, read_overlay_file
+from gpusim.calibrate.overlay import find_overlay, overlay_files, read_overlay_file
 from gpusim.result import Interval
 
 
@@ -37,23 +37,25 @@ def around(time_us: float, q10: float, q90: float) -> tuple[float, float]:
 
 def prediction_interval(arch: Arch, schedule: str, time_us: float) -> Interval:
     """80% interval (q10..q90 of log(measured/predicted)) for ``time_us`` predicted on ``arch``
-    (with the costs it carries) and whether it is an extrapolation."""
+    (with the costs it carries) and whether it is an extrapolation: an arch without calibration
+    borrows the widest band of the calibrated archs; datasheet costs of a calibrated arch get none."""
     family = family_of(schedule)
     cal = arch.calibration
-    if cal.origin != "calibrated":
-        text = (f"{time_us:,.1f} us (datasheet costs; no interval: calibration residuals apply to "
-                "calibrated costs, drop --datasheet)")  # fmt: skip
-        return Interval(None, None, family, True, 0, text)
-    q = _residuals(cal.model_dump(), family)
+    costs = cal.origin
+    if costs != "calibrated" and find_overlay(arch.id) is not None:
+        text = (f"{time_us:,.1f} us (datasheet costs; no interval: the {arch.id} calibration residuals "
+                "apply to its calibrated costs, drop --datasheet)")  # fmt: skip
+        return Interval(None, None, family, False, 0, text)
+    q = _residuals(cal.model_dump(), family) if costs == "calibrated" else None
     extrapolation = q is None
     if q is None:
         q = _pooled(family)
     if q is None:
-        text = (f"{time_us:,.1f} us (calibrated costs); no interval: no measured {family} rows on any "
+        text = (f"{time_us:,.1f} us ({costs} costs); no interval: no measured {family} rows on any "
                 "calibrated arch (extrapolation)")  # fmt: skip
         return Interval(None, None, family, True, 0, text)
     low, high = around(time_us, float(q["q10"]), float(q["q90"]))
-    text = f"{time_us:,.1f} us, 80% interval {low:,.1f}-{high:,.1f} us (calibrated costs"
+    text = f"{time_us:,.1f} us, 80% interval {low:,.1f}-{high:,.1f} us ({costs} costs"
     if extrapolation:
         text += f"; extrapolation: no measured {family} rows on {arch.id}, band borrowed from other archs)"
     else:

@@ -48,7 +48,9 @@ def make_console(stderr: bool = False) -> Console:
     when the stream is not a terminal."""
     stream = sys.stderr if stderr else sys.stdout
     target = stream if stream.isatty() else _AsciiBoxes(stream)
-    return Console(file=target, width=output_width(stream), highlight=False)
+    width = output_width(stream)
+    # a height alongside the width keeps rich from assuming 80x25 on a forced "dumb" terminal
+    return Console(file=target, width=width, height=25 if width else None, highlight=False)
 
 
 def write_csv(rows: list[dict[str, Any]], stream: Any = None) -> None:
