@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, settings
 # directory of this test session, never to the user's own.
 os.environ["GPUSIM_CALIBRATION_DIR"] = tempfile.mkdtemp(prefix="gpusim-test-calibration-")
 
-import gpusim  # noqa: E402
-from gpusim.arch import archs_dir  # noqa: E402
+import gpusim
+from gpusim.arch import archs_dir
 from gpusim.yamlio import parse_yaml_text
 
 # Deterministic, database-free property tests under CI; a few more examples locally.

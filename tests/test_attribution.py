@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.report.attribution import CAUSES, attribute
 from gpusim.report.intervals import merge, subtract, total
-from gpusim.api import predict
 from gpusim.schedule.load import load_schedule
 from gpusim.sim.engine import simulate
 

@@ -7,11 +7,10 @@ import sys
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.autotune import search_gemm
-from gpusim.api import predict
 from gpusim.schedule.load import load_schedule
-from gpusim.sim.engine import simulate
 
 NATIVE_UNIT = {
     "v100": "gemm_sync",

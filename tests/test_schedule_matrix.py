@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import all_archs
 from gpusim.errors import ScheduleRefused
-from gpusim.api import predict
 from gpusim.schedule.load import builtin_schedule_names, load_schedule
 from gpusim.sim.engine import simulate
 

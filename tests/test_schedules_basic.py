@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.errors import ScheduleRefused
-from gpusim.api import predict
 from gpusim.schedule.load import load_schedule
 from gpusim.sim.engine import simulate
 

@@ -6,11 +6,9 @@ from typing import Any
 
 import pytest
 
-from gpusim.arch import load_arch
 from gpusim.api import predict
+from gpusim.arch import load_arch
 from gpusim.result import Prediction
-from gpusim.schedule.load import load_schedule
-from gpusim.sim.engine import simulate
 
 SMALL = {"M": 4096, "N": 4096, "K": 4096}
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.errors import DeadlockError, ScheduleRefused
-from gpusim.api import predict
 from gpusim.schedule.load import load_schedule
 from gpusim.sim.engine import simulate
 
