@@ -153,23 +153,6 @@ def problem_keys(schedule: ScheduleLike) -> tuple[str, ...]:
     return tuple(default_problem(schedule))
 
 
-def read_measurements(files: list[str | Path]) -> list[Any]:
-    """Measured rows of measurement CSV files (the format of ``data/measurements/*.csv``)."""
-    from gpusim.calibrate.measurements import read_measurements as read
-
-    return read(list(files))
-
-
-def validate(rows: list[Any], *, costs: str = "calibrated") -> list[Any]:
-    """Predict measured rows (from :func:`read_measurements`) and return one result per row: measured
-    and predicted time, error, family, or why it was skipped (``gpusim validate`` in Python)."""
-    from gpusim.calibrate.validate import validate_rows
-
-    if costs not in ("calibrated", "datasheet"):
-        raise InputError(f"costs '{costs}': expected 'calibrated' or 'datasheet'")
-    return validate_rows(rows, costs=costs)  # type: ignore[arg-type]
-
-
 __all__ = [
     "ArchLike",
     "ScheduleLike",
@@ -179,8 +162,6 @@ __all__ = [
     "load_schedule",
     "predict",
     "problem_keys",
-    "read_measurements",
     "reference_arch",
     "schedules",
-    "validate",
 ]
