@@ -77,9 +77,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from gpusim.api import archs, load_arch, load_schedule, predict, schedules
+    from gpusim.arch import Arch, all_archs, builtin_arch_ids
     from gpusim.calibrate.measurements import read_measurements
     from gpusim.calibrate.validate import validate
-    from gpusim.arch import Arch, all_archs, builtin_arch_ids
     from gpusim.comparison import CompareRow, Comparison, Variant, compare
     from gpusim.errors import DeadlockError, GpusimError, InputError, LimitExceeded, ScheduleRefused
     from gpusim.figures import plot_compare, plot_roofline, plot_timeline, roofline_point, write_trace
