@@ -52,7 +52,7 @@ def test_no_import_cycles() -> None:
         state[node] = 1
         for dep in sorted(graph.get(node, ())):
             if state.get(dep) == 1:
-                cycle = [*stack[stack.index(dep):], dep] if dep in stack else [node, dep]
+                cycle = [*stack[stack.index(dep) :], dep] if dep in stack else [node, dep]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if dep not in state:
                 visit(dep, [*stack, dep])
