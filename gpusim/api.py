@@ -26,6 +26,7 @@ from gpusim.errors import GpusimError, InputError
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.load import builtin_schedule_names, read_spec, resolve
+from gpusim.schedule.load import load_schedule as resolve_file
 from gpusim.schedule.schema import ScheduleSpec
 from gpusim.summarize import predict_resolved
 
@@ -78,10 +79,7 @@ def _resolve_schedule(schedule: ScheduleLike, arch: Arch, problem: dict[str, Any
             raise InputError(f"schedule '{schedule.name}' was resolved without a file; pass its spec instead")
         problem = {**schedule.overrides, **problem}
         schedule = schedule.source
-    spec = read_spec(schedule)
-    path = Path(schedule) if isinstance(schedule, Path) or "/" in str(schedule) or str(schedule).endswith(
-        (".yaml", ".yml")) else None  # fmt: skip
-    return resolve(spec, arch, problem, path)
+    return resolve_file(str(schedule), arch, problem)
 
 
 def predict(
