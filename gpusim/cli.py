@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gpusim.compiler import commands as _compiler_commands
 from gpusim.errors import GpusimError, InputError
 
 app = typer.Typer(
@@ -19,6 +20,7 @@ app = typer.Typer(
 )
 archs_app = typer.Typer(help="List the built-in architectures, or show one in full.", no_args_is_help=False)
 app.add_typer(archs_app, name="archs")
+_compiler_commands.register(app)  # gpusim resources / gpusim check (gpusim/compiler/commands.py)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
@@ -88,6 +90,10 @@ def predict(
         str | None,
         typer.Option("--window", help="Plot window START_US:END_US (default: ~3 tile periods mid-kernel)."),
     ] = None,
+    resources: Annotated[
+        str | None,
+        typer.Option("--resources", help="Use a build's registers and shared memory (see `resources`)."),
+    ] = None,
 ) -> None:
     """Simulate a schedule on an arch: time, TFLOPS, bandwidth, utilization per unit and the bottleneck."""
     from gpusim.arch import load_arch
@@ -114,6 +120,10 @@ def predict(
             arch or read_spec(schedule_path(schedule)).reference_arch, calibrated=not datasheet
         )
         sched = load_schedule(schedule, arch_obj, overrides)
+        if (
+            resources is not None
+        ):  # compiled registers/smem for occupancy and refusals (gpusim/compiler/with_build.py)
+            sched = _compiler_commands.with_build_resources(sched, arch_obj, resources)
         from gpusim.sim.engine import simulate
 
         run = simulate(sched, arch_obj, record=True)

@@ -1,5 +1,6 @@
 // The project's CUTLASS 3.x GEMM instantiation (bf16 A row-major and B column-major, fp32 accumulation,
-// bf16 D), built from CUTLASS's collective builders. The including .cu file picks:
+// bf16 D = A B with no source C: ElementC void, as the schedules model beta = 0), built from CUTLASS's
+// collective builders. The including .cu file picks:
 //   GPUSIM_ARCH                 cutlass::arch::Sm90 or cutlass::arch::Sm100
 //   GPUSIM_MAINLOOP_SCHEDULE    e.g. cutlass::gemm::KernelTmaWarpSpecializedPingpong
 //   GPUSIM_EPILOGUE_SCHEDULE    e.g. cutlass::epilogue::TmaWarpSpecialized
@@ -28,6 +29,7 @@ using namespace cute;
 
 using ElementA = cutlass::bfloat16_t;
 using ElementB = cutlass::bfloat16_t;
+using ElementC = void;  // no source operand: the epilogue neither loads C nor keeps shared memory for it
 using ElementD = cutlass::bfloat16_t;
 using ElementAccumulator = float;
 using LayoutA = cutlass::layout::RowMajor;     // K-major A
@@ -40,7 +42,7 @@ using ClusterShape = Shape<Int<CLUSTER_M>, Int<CLUSTER_N>, _1>;
 
 using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     GPUSIM_ARCH, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-    cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator, ElementD,
+    cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator, ElementC,
     LayoutD, kAlignment, ElementD, LayoutD, kAlignment, GPUSIM_EPILOGUE_SCHEDULE>::CollectiveOp;
 
 using StageCount = cute::conditional_t<

@@ -94,17 +94,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a_frag[WM / 16];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> b_frag[WN / 16];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> b_frag;
 #pragma unroll
       for (int i = 0; i < WM / 16; ++i)
         wmma::load_matrix_sync(a_frag[i], stage + (warp_m * WM + i * 16) * BK + kk, BK);
 #pragma unroll
-      for (int j = 0; j < WN / 16; ++j)
-        wmma::load_matrix_sync(b_frag[j], stage + BM * BK + (warp_n * WN + j * 16) * BK + kk, BK);
+      for (int j = 0; j < WN / 16; ++j) {  // one B fragment live at a time: fewer registers
+        wmma::load_matrix_sync(b_frag, stage + BM * BK + (warp_n * WN + j * 16) * BK + kk, BK);
 #pragma unroll
-      for (int i = 0; i < WM / 16; ++i)
-#pragma unroll
-        for (int j = 0; j < WN / 16; ++j) wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
+        for (int i = 0; i < WM / 16; ++i) wmma::mma_sync(acc[i][j], a_frag[i], b_frag, acc[i][j]);
+      }
     }
   }
   cp_async_wait<0>();

@@ -10,8 +10,8 @@
 #endif
 #define PER_LANE (COLS / 32)
 
-extern "C" __global__ void __launch_bounds__(ROWS_PER_CTA * 32)
-    row_softmax(const float* __restrict__ x, float* __restrict__ y, int rows) {
+// No __launch_bounds__: they would override nvcc -maxrregcount (the CTA size is in gpusim_threads_per_cta).
+extern "C" __global__ void row_softmax(const float* __restrict__ x, float* __restrict__ y, int rows) {
   const int row = blockIdx.x * ROWS_PER_CTA + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;

@@ -71,7 +71,9 @@ class BuildReport:
         """The one kernel whose (demangled or mangled) name contains ``name_part``; with None, the
         largest kernel (most SASS instructions, else most registers)."""
         candidates = [
-            k for k in self.kernels if name_part is None or name_part in k.name or name_part in k.resources.mangled_name
+            k
+            for k in self.kernels
+            if name_part is None or name_part in k.name or name_part in k.resources.mangled_name
         ]
         if not candidates:
             names = ", ".join(k.name[:60] for k in self.kernels)
@@ -112,16 +114,23 @@ def _run(command: list[str], what: str, cwd: Path | None = None) -> subprocess.C
 
 
 def compile_source(
-    source: Path, arch: str, flags: list[str] | tuple[str, ...] = (), out_dir: Path | None = None,
+    source: Path,
+    arch: str,
+    flags: list[str] | tuple[str, ...] = (),
+    out_dir: Path | None = None,
     toolchain: Toolchain | None = None,
 ) -> tuple[Path, str, list[str], float]:
     """Compile ``source`` to a cubin for ``arch`` with ``-Xptxas -v``; the cubin path, the ptxas text, the
-    command and the wall time in seconds. CUTLASS's include directories are added when installed."""  # noqa: D401
+    command and the wall time in seconds. CUTLASS's include directories are added when installed."""
     chain = toolchain or find_toolchain()
     target = nvcc_arch(arch)
     out = (out_dir or Path(tempfile.mkdtemp(prefix="gpusim-build-"))) / f"{source.stem}.{target}.cubin"
     user = list(flags)
-    defaults = [f for f in DEFAULT_NVCC_FLAGS if not (f.startswith("-std") and any(u.startswith(("-std", "--std")) for u in user))]
+    defaults = [
+        f
+        for f in DEFAULT_NVCC_FLAGS
+        if not (f.startswith("-std") and any(u.startswith(("-std", "--std")) for u in user))
+    ]
     includes = [f"-I{d}" for d in chain.include_dirs + chain.cutlass_include_dirs]
     command = [str(chain.nvcc), f"-arch={target}", "-cubin", "-Xptxas", "-v", *defaults, *includes, *user,
                str(source), "-o", str(out)]  # fmt: skip
@@ -131,10 +140,14 @@ def compile_source(
 
 
 def _cuobjdump(chain: Toolchain, args: list[str], path: Path) -> str:
-    return _run([str(chain.tool("cuobjdump")), *args, str(path)], f"{path}: cuobjdump {' '.join(args)}").stdout
+    return _run(
+        [str(chain.tool("cuobjdump")), *args, str(path)], f"{path}: cuobjdump {' '.join(args)}"
+    ).stdout
 
 
-def inspect_cubin(path: Path, arch: str = "", toolchain: Toolchain | None = None, sass: bool = True) -> list[KernelReport]:
+def inspect_cubin(
+    path: Path, arch: str = "", toolchain: Toolchain | None = None, sass: bool = True
+) -> list[KernelReport]:
     """Resources (and SASS) of every kernel in one cubin."""
     chain = toolchain or find_toolchain()
     usage = _cuobjdump(chain, ["--dump-resource-usage"], path)
@@ -172,7 +185,11 @@ def _cubins_in_binary(path: Path, arch: str, chain: Toolchain, work: Path) -> li
     if not wanted:
         have = ", ".join(available) or "none"
         raise InputError(f"{path}: no cubin for {arch} (embedded cubins: {have})")
-    _run([str(chain.tool("cuobjdump")), "-xelf", "all", str(path.resolve())], f"{path}: cuobjdump -xelf", cwd=work)
+    _run(
+        [str(chain.tool("cuobjdump")), "-xelf", "all", str(path.resolve())],
+        f"{path}: cuobjdump -xelf",
+        cwd=work,
+    )
     return [(work / n, arch) for n in wanted if (work / n).is_file()]
 
 
@@ -197,15 +214,23 @@ def _inspect_text(path: Path, text: str, arch: str) -> list[KernelReport]:
     if kind == "ptxas":
         return [KernelReport(k) for k in parse_ptxas_verbose(text, source=f"{path} (ptxas -v)")]
     if kind == "resource-usage":
-        return [KernelReport(k) for k in parse_resource_usage(text, arch, source="cuobjdump --dump-resource-usage")]
+        return [
+            KernelReport(k)
+            for k in parse_resource_usage(text, arch, source="cuobjdump --dump-resource-usage")
+        ]
     if kind == "elf":
-        raise InputError(f"{path}: cuobjdump -elf text alone has no register counts; save --dump-resource-usage too")
+        raise InputError(
+            f"{path}: cuobjdump -elf text alone has no register counts; save --dump-resource-usage too"
+        )
     functions = parse_sass(text, arch, source=str(path))
     return [KernelReport(KernelResources(f.name, f.arch or arch, 0, warpgroup_registers=f.setmaxnreg(), sources=("sass",)), f) for f in functions]  # fmt: skip
 
 
 def inspect_file(
-    path: str | Path, arch: str, flags: list[str] | tuple[str, ...] = (), sass: bool = True,
+    path: str | Path,
+    arch: str,
+    flags: list[str] | tuple[str, ...] = (),
+    sass: bool = True,
     toolchain: Toolchain | None = None,
 ) -> BuildReport:
     """Every kernel ``path`` holds for ``arch`` (see the module docstring for what ``path`` may be)."""
@@ -218,8 +243,12 @@ def inspect_file(
         chain = toolchain or find_toolchain()
         with tempfile.TemporaryDirectory(prefix="gpusim-build-") as tmp:
             cubin, log, command, seconds = compile_source(file, target, flags, Path(tmp), chain)
-            kernels = _merge_ptxas(inspect_cubin(cubin, target, chain, sass), parse_ptxas_verbose(log, f"{file}: ptxas -v"))
-        warnings = [ln.strip() for ln in log.splitlines() if "warning" in ln.lower() and "ptxas" in ln.lower()]
+            kernels = _merge_ptxas(
+                inspect_cubin(cubin, target, chain, sass), parse_ptxas_verbose(log, f"{file}: ptxas -v")
+            )
+        warnings = [
+            ln.strip() for ln in log.splitlines() if "warning" in ln.lower() and "ptxas" in ln.lower()
+        ]
         report = BuildReport(str(file), target, _with_names(kernels), command, seconds, warnings)
     elif is_elf(head):
         chain = toolchain or find_toolchain()
@@ -238,7 +267,9 @@ def inspect_file(
         try:
             text = file.read_text()
         except UnicodeDecodeError:
-            raise InputError(f"{file}: not a .cu source, a cubin, an ELF binary, a fatbin or saved tool text") from None
+            raise InputError(
+                f"{file}: not a .cu source, a cubin, an ELF binary, a fatbin or saved tool text"
+            ) from None
         report = BuildReport(str(file), target, _with_names(_inspect_text(file, text, target)))
     if not report.kernels:
         raise InputError(f"{file}: no kernels for {target}")

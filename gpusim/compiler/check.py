@@ -19,8 +19,17 @@ _SYNC_OPS = frozenset({"wait", "release", "acquire", "commit", "arrive", "sync",
 _TENSOR_PREFIX = {"wgmma": ("HGMMA", "QGMMA", "IGMMA", "BGMMA"), "mma_sync": ("HMMA", "IMMA", "DMMA"),
                   "tcgen05": ("UTCHMMA", "UTCQMMA", "UTCIMMA", "UTCOMMA", "UTCMMA")}  # fmt: skip
 _SHAPE = re.compile(r"\.(\d+)x(\d+)x(\d+)\b")
-_SYNC_SHAPE = re.compile(r"^HMMA\.(\d)(\d)(\d\d?)\b")  # HMMA.16816 = m16n8k16, HMMA.1688 = m16n8k8
-_STAGES = re.compile(r"Mainloop\w*?<(\d+)")
+_SYNC_SHAPES = {
+    "16816": (16, 8, 16),
+    "1688": (16, 8, 8),
+    "884": (8, 8, 4),
+    "16832": (16, 8, 32),
+    "8816": (8, 8, 16),
+}
+"""mma.sync shapes as SASS writes them (HMMA.16816 is m16n8k16)."""
+_STAGES = re.compile(
+    r"Mainloop\w*?(?:<|ILi)(\d+)"
+)  # demangled or mangled (GNU demanglers reject some CUDA names)
 
 
 @dataclass(frozen=True)
@@ -100,7 +109,10 @@ def _innermost_mma_loops(sched: Schedule) -> list[_LoopMma]:
                 mnk = [int(_eval(e, env)) for e in mma.args["mnk"]]
                 instr = [int(_eval(e, env)) for e in mma.args.get("instr", mma.args["mnk"])]
                 count = math.prod(a / b for a, b in zip(mnk, instr, strict=True))
-                per_copy = count / warps if unit == "mma_sync" else count  # wgmma: per warpgroup; tcgen05: one thread
+                per_copy = (
+                    count / warps if unit == "mma_sync" else count
+                )  # wgmma: per warpgroup; tcgen05: one thread
+                per_copy = int(per_copy) if float(per_copy).is_integer() else per_copy
                 found.append(_LoopMma(role_name, unit, per_copy, tuple(instr), syncs))
 
     for role in sched.roles.values():
@@ -123,39 +135,63 @@ def _build_shape(opcodes: dict[str, int], prefixes: tuple[str, ...]) -> tuple[in
             continue
         if m := _SHAPE.search(opcode):
             return tuple(int(g) for g in m.groups())
-        if m := _SYNC_SHAPE.match(opcode):
-            return tuple(int(g) for g in m.groups())
+        parts = opcode.split(".")
+        if len(parts) > 1 and parts[1] in _SYNC_SHAPES:
+            return _SYNC_SHAPES[parts[1]]
     return None
 
 
-def _register_rows(sched: Schedule, kernel: KernelReport) -> list[Row]:
+def _register_rows(sched: Schedule, kernel: KernelReport, budgets_regs_cta: int) -> list[Row]:
     res = kernel.resources
     rows: list[Row] = []
     roles = [r for r in sched.roles.values() if r.regs is not None]
     setmaxnreg = sorted(set(res.warpgroup_registers))
     for role in roles:
         if setmaxnreg:
-            build = setmaxnreg[0] if role.regs == min(r.regs for r in roles) and len(roles) > 1 else setmaxnreg[-1]
+            build = (
+                setmaxnreg[0]
+                if role.regs == min(r.regs for r in roles) and len(roles) > 1
+                else setmaxnreg[-1]
+            )
             what = f"registers per thread, role '{role.name}' (setmaxnreg)"
             rows.append(Row(what, role.regs, build, role.regs == build))
         else:
             what = f"registers per thread, role '{role.name}'"
-            note = "" if role.regs >= res.registers_per_thread else "the build needs more than the schedule budgets"
-            rows.append(Row(what, role.regs, res.registers_per_thread, role.regs == res.registers_per_thread, note))
-    rows.append(Row("registers per thread at launch (ptxas)", max((r.regs or 0) for r in sched.roles.values()) if not setmaxnreg else None,  # fmt: skip
-                    res.registers_per_thread, None if setmaxnreg else None,
-                    "setmaxnreg moves registers between warpgroups after launch" if setmaxnreg else ""))  # fmt: skip
+            note = (
+                ""
+                if role.regs >= res.registers_per_thread
+                else "the build needs more than the schedule budgets"
+            )
+            rows.append(
+                Row(what, role.regs, res.registers_per_thread, role.regs == res.registers_per_thread, note)
+            )
+    if not res.registers_per_thread:  # saved SASS alone states no register count
+        return [r for r in rows if "setmaxnreg" in r.what]
+    threads = res.max_threads_per_cta or sched.threads_per_cta
+    regs_per_warp = -(-res.registers_per_thread * 32 // 256) * 256
+    build_cta = regs_per_warp * -(-threads // 32)
+    rows.append(
+        Row(
+            "registers per CTA at launch",
+            budgets_regs_cta,
+            build_cta,
+            budgets_regs_cta == build_cta,
+            f"build: {res.registers_per_thread} registers x {threads} threads (ptxas, allocated per warp in 256s)",
+        )
+    )
     return rows
 
 
-def check_against_build(sched: Schedule, arch: Arch, build: BuildReport, kernel_name: str | None = None) -> CheckReport:
+def check_against_build(
+    sched: Schedule, arch: Arch, build: BuildReport, kernel_name: str | None = None
+) -> CheckReport:
     """Compare ``sched`` (resolved for ``arch``) with one kernel of ``build`` (the largest by default)."""
     kernel = build.kernel(kernel_name)
     res = kernel.resources
     budgets = check_schedule(sched, arch)
     report = CheckReport(sched.name, arch.id, kernel.name, build.path)
     rows = report.rows
-    rows.extend(_register_rows(sched, kernel))
+    rows.extend(_register_rows(sched, kernel, budgets.registers_per_cta))
     if res.max_threads_per_cta:
         rows.append(Row("threads per CTA", sched.threads_per_cta, res.max_threads_per_cta,
                         sched.threads_per_cta == res.max_threads_per_cta))  # fmt: skip
@@ -163,13 +199,31 @@ def check_against_build(sched: Schedule, arch: Arch, build: BuildReport, kernel_
         delta = res.smem_bytes_per_cta - budgets.smem_bytes_per_cta
         rows.append(Row("shared memory per CTA (bytes)", budgets.smem_bytes_per_cta, res.smem_bytes_per_cta,
                         delta == 0, f"build {delta:+,} bytes ({delta / 1024:+.1f} KiB)" if delta else ""))  # fmt: skip
-    stages_match = _STAGES.search(kernel.name)
-    ring = max((b for b in sched.buffers.values() if b.space == "smem" and b.has_protocol), key=lambda b: b.stages, default=None)
+    stages_match = _STAGES.search(kernel.name) or _STAGES.search(res.mangled_name)
+    ring = max(
+        (b for b in sched.buffers.values() if b.space == "smem" and b.has_protocol),
+        key=lambda b: b.stages,
+        default=None,
+    )
     if stages_match and ring is not None:
         build_stages = int(stages_match[1])
-        rows.append(Row(f"pipeline stages (buffer '{ring.name}')", ring.stages, build_stages, ring.stages == build_stages))
+        rows.append(
+            Row(
+                f"pipeline stages (buffer '{ring.name}')",
+                ring.stages,
+                build_stages,
+                ring.stages == build_stages,
+            )
+        )
     if res.spills or res.spill_warning():
-        rows.append(Row("spills (bytes stored/loaded)", "0/0", f"{res.spill_store_bytes}/{res.spill_load_bytes}", not res.spills))
+        rows.append(
+            Row(
+                "spills (bytes stored/loaded)",
+                "0/0",
+                f"{res.spill_store_bytes}/{res.spill_load_bytes}",
+                not res.spills,
+            )
+        )
     for loop_mma in _innermost_mma_loops(sched):
         prefixes = _TENSOR_PREFIX.get(loop_mma.unit, ())
         loop = _mainloop(kernel, prefixes)

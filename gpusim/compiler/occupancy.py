@@ -26,6 +26,7 @@ class Occupancy:
     limits: dict[str, int]
     """CTAs per SM each resource alone allows (``registers``, ``shared_memory``, ``warps``, ``ctas``)."""
     binding: str
+    """The limits that allow no more than ``ctas_per_sm`` (``registers and shared_memory`` on a tie)."""
     registers_per_cta: int
     smem_bytes_per_cta: int
 
@@ -58,7 +59,9 @@ def occupancy(kernel: KernelResources, arch: Arch, threads_per_cta: int | None =
     if threads > sm.max_threads_per_block:
         raise ScheduleRefused(f"{where}: {threads} threads per CTA > {sm.max_threads_per_block}")
     warps = -(-threads // 32)
-    regs_per_warp = _round_up(max(kernel.registers_per_thread, 1) * 32, sm.register_alloc_granularity_per_warp)
+    regs_per_warp = _round_up(
+        max(kernel.registers_per_thread, 1) * 32, sm.register_alloc_granularity_per_warp
+    )
     if kernel.registers_per_thread > sm.max_registers_per_thread:
         raise ScheduleRefused(
             f"{where}: {kernel.registers_per_thread} registers per thread > {sm.max_registers_per_thread}"
@@ -78,8 +81,8 @@ def occupancy(kernel: KernelResources, arch: Arch, threads_per_cta: int | None =
         "warps": sm.max_warps_per_sm // warps,
         "ctas": sm.max_ctas_per_sm,
     }
-    binding = min(limits, key=lambda k: (limits[k], list(limits).index(k)))
-    ctas = limits[binding]
+    ctas = min(limits.values())
+    binding = " and ".join(k for k, v in limits.items() if v == ctas)
     if ctas < 1:
         raise ScheduleRefused(
             f"{where}: {kernel.registers_per_thread} registers x {threads} threads do not fit one SM's "

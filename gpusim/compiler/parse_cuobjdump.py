@@ -18,7 +18,9 @@ _FUNCTION = re.compile(r"^\s*Function (?P<name>\S+?):\s*$")
 _USAGE = re.compile(r"(?P<key>[A-Z]+(?:\[\d+\])?):(?P<value>\d+)")
 
 
-def parse_resource_usage(text: str, arch: str = "", source: str = "cuobjdump --dump-resource-usage") -> list[KernelResources]:
+def parse_resource_usage(
+    text: str, arch: str = "", source: str = "cuobjdump --dump-resource-usage"
+) -> list[KernelResources]:
     """Every function in ``cuobjdump --dump-resource-usage`` output. ``arch`` names the SM target when the
     text has no ``arch = sm_XX`` header (a plain cubin). SHARED is reported as the kernel's static shared
     memory; :func:`without_reserved_smem` removes the runtime's reserved bytes where the cubin counts them."""

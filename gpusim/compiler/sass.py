@@ -21,25 +21,162 @@ _BRANCH_TARGET = re.compile(r"0x(?P<target>[0-9a-f]+)")
 
 # Instruction classes, matched on the opcode's first component (``MUFU`` in ``MUFU.EX2``), first match wins.
 CLASSES: tuple[tuple[str, frozenset[str]], ...] = (
-    ("tensor", frozenset({"HMMA", "HGMMA", "IMMA", "IGMMA", "QGMMA", "BGMMA", "DMMA", "BMMA", "OMMA", "QMMA",
-                          "UTCHMMA", "UTCQMMA", "UTCIMMA", "UTCOMMA", "UTCMMA", "UTCBAR", "UTCCP", "UTCSHIFT"})),  # fmt: skip
-    ("tma", frozenset({"UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UTMACCTL", "UBLKCP", "UBLKRED", "UBLKPF"})),
+    (
+        "tensor",
+        frozenset(
+            {
+                "HMMA",
+                "HGMMA",
+                "IMMA",
+                "IGMMA",
+                "QGMMA",
+                "BGMMA",
+                "DMMA",
+                "BMMA",
+                "OMMA",
+                "QMMA",
+                "UTCHMMA",
+                "UTCQMMA",
+                "UTCIMMA",
+                "UTCOMMA",
+                "UTCMMA",
+                "UTCBAR",
+                "UTCCP",
+                "UTCSHIFT",
+            }
+        ),
+    ),
+    (
+        "tma",
+        frozenset({"UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UTMACCTL", "UBLKCP", "UBLKRED", "UBLKPF"}),
+    ),
     ("shared", frozenset({"LDS", "STS", "LDSM", "STSM", "ATOMS", "LDTM", "STTM"})),
     ("sfu", frozenset({"MUFU"})),
-    ("fp32", frozenset({"FFMA", "FADD", "FMUL", "FMNMX", "FFMA2", "FADD2", "FMUL2", "FMNMX2", "FSETP", "FSEL",
-                        "FSET", "FCHK", "FSWZADD", "FFMA32I", "FADD32I", "FMUL32I"})),  # fmt: skip
+    (
+        "fp32",
+        frozenset(
+            {
+                "FFMA",
+                "FADD",
+                "FMUL",
+                "FMNMX",
+                "FFMA2",
+                "FADD2",
+                "FMUL2",
+                "FMNMX2",
+                "FSETP",
+                "FSEL",
+                "FSET",
+                "FCHK",
+                "FSWZADD",
+                "FFMA32I",
+                "FADD32I",
+                "FMUL32I",
+            }
+        ),
+    ),
     ("fp16", frozenset({"HFMA2", "HADD2", "HMUL2", "HMNMX2", "HSETP2", "HSET2"})),
     ("conversion", frozenset({"F2F", "F2FP", "F2I", "I2F", "I2FP", "FRND", "F2IP", "I2IP"})),
-    ("barrier", frozenset({"BAR", "SYNCS", "ARRIVES", "DEPBAR", "LDGDEPBAR", "MEMBAR", "FENCE", "WARPGROUP",
-                           "ERRBAR", "CCTL", "UCGABAR_ARV", "UCGABAR_WAIT", "UCGABAR", "WARPSYNC"})),  # fmt: skip
-    ("memory", frozenset({"LDG", "STG", "LDGSTS", "RED", "REDG", "REDUX", "ATOM", "ATOMG", "LD", "ST", "LDGMC"})),
+    (
+        "barrier",
+        frozenset(
+            {
+                "BAR",
+                "SYNCS",
+                "ARRIVES",
+                "DEPBAR",
+                "LDGDEPBAR",
+                "MEMBAR",
+                "FENCE",
+                "WARPGROUP",
+                "ERRBAR",
+                "CCTL",
+                "UCGABAR_ARV",
+                "UCGABAR_WAIT",
+                "UCGABAR",
+                "WARPSYNC",
+            }
+        ),
+    ),
+    (
+        "memory",
+        frozenset({"LDG", "STG", "LDGSTS", "RED", "REDG", "REDUX", "ATOM", "ATOMG", "LD", "ST", "LDGMC"}),
+    ),
     ("local", frozenset({"LDL", "STL"})),
-    ("integer", frozenset({"IMAD", "IADD3", "IADD", "LOP3", "LOP", "SHF", "SHL", "SHR", "ISETP", "LEA", "IMNMX",
-                           "IABS", "POPC", "FLO", "BREV", "PRMT", "SEL", "VIADD", "VIMNMX", "IDP", "IMUL", "BMSK",
-                           "SGXT", "UIADD3", "UIMAD", "ULOP3", "USHF", "UISETP", "ULEA", "USEL", "UPRMT", "UFLO",
-                           "UPOPC", "UBMSK", "USGXT", "UIMNMX", "ULOP", "USHL", "USHR", "UBREV", "UVIADD"})),  # fmt: skip
-    ("control", frozenset({"BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "CALL", "BSSY", "BSYNC", "BREAK", "YIELD",
-                           "NOP", "KILL", "BPT", "ELECT", "ACQBULK", "ACQSHMINIT", "ENDCOLLECTIVE", "PREEXIT"})),  # fmt: skip
+    (
+        "integer",
+        frozenset(
+            {
+                "IMAD",
+                "IADD3",
+                "IADD",
+                "LOP3",
+                "LOP",
+                "SHF",
+                "SHL",
+                "SHR",
+                "ISETP",
+                "LEA",
+                "IMNMX",
+                "IABS",
+                "POPC",
+                "FLO",
+                "BREV",
+                "PRMT",
+                "SEL",
+                "VIADD",
+                "VIMNMX",
+                "IDP",
+                "IMUL",
+                "BMSK",
+                "SGXT",
+                "UIADD3",
+                "UIMAD",
+                "ULOP3",
+                "USHF",
+                "UISETP",
+                "ULEA",
+                "USEL",
+                "UPRMT",
+                "UFLO",
+                "UPOPC",
+                "UBMSK",
+                "USGXT",
+                "UIMNMX",
+                "ULOP",
+                "USHL",
+                "USHR",
+                "UBREV",
+                "UVIADD",
+            }
+        ),
+    ),
+    (
+        "control",
+        frozenset(
+            {
+                "BRA",
+                "BRX",
+                "JMP",
+                "JMX",
+                "EXIT",
+                "RET",
+                "CALL",
+                "BSSY",
+                "BSYNC",
+                "BREAK",
+                "YIELD",
+                "NOP",
+                "KILL",
+                "BPT",
+                "ELECT",
+                "ACQBULK",
+                "ACQSHMINIT",
+                "ENDCOLLECTIVE",
+                "PREEXIT",
+            }
+        ),
+    ),
 )
 _CLASS_OF = {opcode: name for name, opcodes in CLASSES for opcode in opcodes}
 CLASS_NAMES: tuple[str, ...] = (*(name for name, _ in CLASSES), "other")
@@ -189,7 +326,10 @@ class SassFunction:
             parts = ins.opcode.split(".")
             if parts[0] in totals:
                 width = next((int(p) // 8 for p in parts[1:] if p in {"64", "128"}), 4)
-                width = next((w for p in parts[1:] for w in [{"U8": 1, "S8": 1, "U16": 2, "S16": 2}.get(p)] if w), width)
+                width = next(
+                    (w for p in parts[1:] for w in [{"U8": 1, "S8": 1, "U16": 2, "S16": 2}.get(p)] if w),
+                    width,
+                )
                 totals[parts[0]] += width
         return totals["STL"], totals["LDL"]
 
