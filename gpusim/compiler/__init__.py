@@ -1,33 +1,26 @@
 """Compiler ground truth: toolchain discovery, ptxas/cuobjdump/SASS readers, occupancy, and the
-schedule-vs-build check. Nothing here needs a GPU; the toolchain is the optional ``cuda`` extra."""
+schedule-vs-build check. Nothing here needs a GPU; the toolchain is the optional ``cuda`` extra.
 
-from gpusim.compiler.build import BuildReport, KernelReport, compile_source, inspect_file, nvcc_arch
-from gpusim.compiler.check import CheckReport, check_against_build
-from gpusim.compiler.kernel_resources import KernelResources
-from gpusim.compiler.occupancy import Occupancy, occupancy
-from gpusim.compiler.parse_cuobjdump import parse_elf_info, parse_resource_usage
-from gpusim.compiler.parse_ptxas import parse_ptxas_verbose
-from gpusim.compiler.sass import Mix, parse_sass
-from gpusim.compiler.toolchain import Toolchain, ToolchainMissing, find_toolchain, nvcc_and_includes
+Names are imported on first use, so ``gpusim --help`` does not load the readers."""
 
-__all__ = [
-    "BuildReport",
-    "CheckReport",
-    "KernelReport",
-    "KernelResources",
-    "Mix",
-    "Occupancy",
-    "Toolchain",
-    "ToolchainMissing",
-    "check_against_build",
-    "compile_source",
-    "find_toolchain",
-    "inspect_file",
-    "nvcc_and_includes",
-    "nvcc_arch",
-    "occupancy",
-    "parse_elf_info",
-    "parse_ptxas_verbose",
-    "parse_resource_usage",
-    "parse_sass",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "BuildReport": "build", "KernelReport": "build", "compile_source": "build", "inspect_file": "build",
+    "nvcc_arch": "build", "CheckReport": "check", "check_against_build": "check",
+    "KernelResources": "kernel_resources", "Occupancy": "occupancy", "occupancy": "occupancy",
+    "parse_elf_info": "parse_cuobjdump", "parse_resource_usage": "parse_cuobjdump",
+    "parse_ptxas_verbose": "parse_ptxas", "Mix": "sass", "parse_sass": "sass", "Toolchain": "toolchain",
+    "ToolchainMissing": "toolchain", "find_toolchain": "toolchain", "nvcc_and_includes": "toolchain",
+    "schedule_with_build": "with_build",
+}  # fmt: skip
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'gpusim.compiler' has no attribute '{name}'")
+    return getattr(import_module(f"gpusim.compiler.{_EXPORTS[name]}"), name)

@@ -156,11 +156,17 @@ def register(app: typer.Typer) -> None:
     app.command("check")(check_cmd)
 
 
-def with_build_resources(sched: Any, arch: Any, build_file: str) -> Any:
-    """``predict --resources``: the schedule with the build's registers, spill warnings on stderr."""
-    from gpusim.compiler.with_build import schedule_with_build
+def build_for_predict(schedule: str, arch: str, build_file: str) -> Any:
+    """``predict --resources FILE``: the build (inspected once, for the schedule's arch), with its spill
+    warnings printed on stderr; gpusim.predict(resources=...) takes it."""
+    from gpusim.api import reference_arch
+    from gpusim.compiler.build import inspect_file
+    from gpusim.errors import InputError
 
-    sched, warnings = schedule_with_build(sched, arch, build_file)
-    for warning in warnings:
-        sys.stderr.write(f"gpusim: warning: {warning}\n")
-    return sched
+    if schedule.startswith("auto"):
+        raise InputError("--resources needs a named schedule (a build is one kernel, not a search)")
+    report = inspect_file(build_file, arch or reference_arch(schedule))
+    for kernel in report.kernels:
+        if warning := kernel.resources.spill_warning():
+            sys.stderr.write(f"gpusim: warning: {warning}\n")
+    return report
