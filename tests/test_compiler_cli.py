@@ -109,3 +109,25 @@ def test_predict_with_build_refuses_fewer_ctas_than_the_schedule_launches() -> N
     res = KernelResources("k", "sm_80", 225, name="k", dynamic_smem_bytes=49152, max_threads_per_cta=256)
     with pytest.raises(ScheduleRefused, match=r"allows 1 CTA\(s\) per SM \(registers: 225 registers"):
         schedule_with_build(sched, a100, BuildReport("k.cubin", "sm_80", [KernelReport(res)]))
+
+
+def test_check_tcgen05_2cta_against_saved_build_text(run_cli) -> None:
+    rc, out, err = run_cli(["check", "gemm_tcgen05", "--against", FIXTURES / "cutlass_sm100_2cta.sass.txt",
+                            "--arch", "sm_100a", "--json"])  # fmt: skip
+    assert rc == 0, err
+    rows = {r["what"]: r for r in json.loads(out)["rows"]}
+    umma = rows["tcgen05 instructions per k-tile (role 'mma')"]
+    assert (umma["schedule"], umma["build"], umma["agrees"]) == (4, 4, True)  # 256x256x64 / m256n256k16
+    assert rows["pipeline stages (buffer 'ab')"]["build"] == 6
+
+
+def test_resources_of_the_2cta_cubin_text() -> None:
+    from gpusim.compiler.parse_cuobjdump import apply_elf_info, parse_elf_info, parse_resource_usage
+
+    (kernel,) = parse_resource_usage(
+        (FIXTURES / "cutlass_sm100_2cta.resource_usage.txt").read_text(), "sm_100a"
+    )
+    kernel = apply_elf_info(kernel, parse_elf_info((FIXTURES / "cutlass_sm100_2cta.elf.txt").read_text()))
+    assert (kernel.arch, kernel.registers_per_thread, kernel.barriers, kernel.max_threads_per_cta) == (
+        "sm_100a", 110, 7, 256,
+    )  # fmt: skip

@@ -48,7 +48,19 @@ CLASSES: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     (
         "tma",
-        frozenset({"UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UTMACCTL", "UBLKCP", "UBLKRED", "UBLKPF"}),
+        frozenset(
+            {
+                "UTMALDG",
+                "UTMASTG",
+                "UTMAPF",
+                "UTMAREDG",
+                "UTMACCTL",
+                "UTMACMDFLUSH",
+                "UBLKCP",
+                "UBLKRED",
+                "UBLKPF",
+            }
+        ),
     ),
     ("shared", frozenset({"LDS", "STS", "LDSM", "STSM", "ATOMS", "LDTM", "STTM"})),
     ("sfu", frozenset({"MUFU"})),
