@@ -150,10 +150,37 @@ def check_cmd(
     make_console().print(check_table(result))
 
 
+def measure_kernels_cmd(
+    out: Annotated[str, typer.Option("--out", help="Measurement CSV to write.")] = "measured_kernels.csv",
+    iters: Annotated[int, typer.Option("--iters", help="Timed launches per kernel.")] = 20,
+) -> None:
+    """Time the reference kernels (kernels/, the builds `gpusim check` reads) on the local GPU through
+    cuda-python; rows in the measurement format. Kernels built for another SM are skipped, with a note."""
+    import csv
+
+    from gpusim.compiler.launch import default_problems, local_device, measure_kernel
+
+    local_device()  # no GPU: one line, before any compile
+    rows = []
+    for kernel, problem in default_problems():
+        try:
+            rows.append(measure_kernel(kernel, problem, iters).row())
+        except GpusimError as exc:
+            sys.stderr.write(f"gpusim: skipped {kernel.file}: {exc}\n")
+    if not rows:
+        raise GpusimError("no reference kernel could be timed on this machine")
+    with open(out, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    sys.stdout.write(f"wrote {len(rows)} rows to {out}\n")
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``resources`` and ``check`` to the ``gpusim`` app."""
+    """Add ``resources``, ``check`` and ``measure-kernels`` to the ``gpusim`` app."""
     app.command("resources")(resources_cmd)
     app.command("check")(check_cmd)
+    app.command("measure-kernels")(measure_kernels_cmd)
 
 
 def build_for_predict(schedule: str, arch: str, build_file: str) -> Any:
