@@ -92,6 +92,7 @@ def predict(
     attribute: bool = True,
     deadline_s: float | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    resources: Any = None,
     **problem: Any,
 ) -> Prediction:
     """Predict ``schedule`` on ``arch`` for ``problem`` (problem sizes and schedule parameters).
@@ -106,6 +107,9 @@ def predict(
     - ``attribute``: compute the critical-path attribution and verdict (off: time-only, faster).
     - ``deadline_s``: a ``time.perf_counter()`` value past which the simulation stops (LimitExceeded).
     - ``on_progress(done, total)``: called as an ``auto:*`` search goes (progress bars).
+    - ``resources``: a build of the kernel (a path gpusim.compiler.inspect_file reads, or its
+      BuildReport): its compiled registers and shared memory replace the schedule's budgets for
+      occupancy and refusals (gpusim.compiler.with_build).
 
     Raises InputError (bad input), ScheduleRefused (hardware or budget check), DeadlockError or
     LimitExceeded; all are :class:`gpusim.GpusimError`.
@@ -115,6 +119,10 @@ def predict(
         return _predict_auto(schedule, arch_obj, problem, record=record, exact=exact, attribute=attribute,
                              deadline_s=deadline_s, on_progress=on_progress)  # fmt: skip
     sched = _resolve_schedule(schedule, arch_obj, problem)
+    if resources is not None:  # a real build's registers and shared memory (gpusim/compiler/with_build.py)
+        from gpusim.compiler.with_build import schedule_with_build
+
+        sched, _ = schedule_with_build(sched, arch_obj, resources)
     return predict_resolved(sched, arch_obj, record=record, exact=exact, attribute=attribute,
                             deadline_s=deadline_s)  # fmt: skip
 
