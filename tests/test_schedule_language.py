@@ -29,19 +29,24 @@ def _variant(tmp_path: Path, old: str, new: str, name: str = "variant.yaml") -> 
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ("cuda: {mix: convert,", "cuda: {ops: {bogus: 1}, mix: convert,", "expected one of 'fp32', 'ex2'"),
+        (
+            "          - wait: ab\n",
+            "          - cuda: {ops: {bogus: 1}, elems: 1}\n          - wait: ab\n",
+            "expected one of 'fp32', 'ex2'",
+        ),
+        ("instr: auto, a: smem}", "instr: auto, a: smam}", "expected one of 'smem', 'rmem' or 'tmem'"),
         ("    warps: 4\n", "    warps: -4\n", "roles.math.warps': expected a number >= 1"),
         (
-            "tma_store: {buf: c, bytes:",
-            "tma_store: {bufs: c, bytes:",
+            "release: {buf: ab, keep: 1}",
+            "release: {bufs: ab, keep: 1}",
             "unknown key 'bufs'; did you mean 'buf'?",
         ),
         (
-            "sts: {buf: c, bytes: EPI_M * EPI_N * elem_bytes}",
-            "sts: {buf: c, bytes: -1}",
+            "wait_async: {queue: wgmma, pending: 1}",
+            "wait_async: {queue: wgmma, pending: -1}",
             "expected a number >= 0",
         ),
-        ("- acquire: ab\n", "- aquire: ab\n", "unknown op 'aquire'; did you mean 'acquire'?"),
+        ("          - wait: ab\n", "          - wiat: ab\n", "unknown op 'wiat'; did you mean 'wait'?"),
         (
             "wait_async: {queue: wgmma, pending: 1}",
             "wait_async: {queue: wgmm, pending: 1}",
@@ -74,12 +79,10 @@ def test_evaluated_values_are_range_checked_where_used(tmp_path: Path) -> None:
     """A size that evaluates negative is refused at the statement that uses it, with its path."""
     from gpusim.sim.engine import simulate
 
-    path = _variant(
-        tmp_path, "sts: {buf: c, bytes: EPI_M * EPI_N * elem_bytes}", "sts: {buf: c, bytes: 0 - EPI_M}"
-    )
+    path = _variant(tmp_path, "release: {buf: ab, keep: 1}", "release: {buf: ab, keep: 0 - BM}")
     arch = load_arch("h100")
     with pytest.raises(
-        InputError, match=r"roles\.math\.program\[0\].*sts: '0 - EPI_M': expected a size >= 0"
+        InputError, match=r"roles\.math\.program\[0\].*release: '0 - BM': expected a whole number >= 0"
     ):
         simulate(load_schedule(path, arch, {"M": 256, "N": 256, "K": 256}), arch)
 
@@ -162,7 +165,7 @@ def test_parts_and_examples_validate_against_the_json_schema(schedule_schema: di
 def test_the_json_schema_refuses_what_the_loader_refuses(schedule_schema: dict) -> None:
     """An unknown op key and a bad closed-set value fail the JSON Schema too."""
     data = parse_yaml_text(PINGPONG, "pingpong")
-    data["roles"]["producer"]["program"][0]["do"][0]["do"][0] = {"aquire": "ab"}
+    data["roles"]["math"]["program"][0]["do"][0]["do"][0]["do"][0] = {"wiat": "ab"}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(data, schedule_schema)
 

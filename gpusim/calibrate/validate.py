@@ -14,7 +14,7 @@ from typing import Any, Literal
 from gpusim.arch import Arch, load_arch, resolve_arch_id
 from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement, read_measurements
-from gpusim.calibrate.predictor import Predictor, Skip
+from gpusim.calibrate.predictor import Predictor, Skip, ignored_columns
 from gpusim.calibrate.stats import error_pct, error_stats
 from gpusim.errors import UnknownNameError
 
@@ -57,6 +57,7 @@ class RowResult:
             "error_pct": None if err is None else round(err, 2),
             "costs": self.costs,
             "skipped": self.skipped,
+            "ignored_columns": ignored_columns(self.m),
         }
 
 

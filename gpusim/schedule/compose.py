@@ -24,7 +24,7 @@ from gpusim.yamlio import read_yaml_mapping
 
 MAX_DEPTH = 16
 """How deep extends chains and templates that use templates may nest."""
-_ARG = re.compile(r"\$\{(\w+)\}")
+_ARG = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 _SIMPLE = re.compile(r"^\s*[\w.]+\s*$")
 
 
@@ -128,10 +128,10 @@ def substitute(value: Any, args: dict[str, Any], where: str) -> Any:
     if isinstance(value, str):
         whole = _ARG.fullmatch(value.strip())
         if whole:
-            return _lookup(args, whole.group(1), where)
+            return _lookup(args, whole.group(1) or whole.group(2), where)
 
         def text(match: re.Match[str]) -> str:
-            arg = _lookup(args, match.group(1), where)
+            arg = _lookup(args, match.group(1) or match.group(2), where)
             shown = str(arg)
             return shown if not isinstance(arg, str) or _SIMPLE.match(shown) else f"({shown})"
 

@@ -112,10 +112,25 @@ def _num(raw: Any, env: dict[str, Any], where: str, minimum: int) -> int:
     return _int(_eval(raw, env, where), where, minimum)
 
 
+def canonical_overrides(spec: ScheduleSpec, overrides: dict[str, Any], src: str) -> dict[str, Any]:
+    """Overrides with aliases (``aliases: {BLOCK_M: BM}``) replaced by the names they stand for."""
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        name = spec.aliases.get(key, key)
+        if name in out and out[name] != value:
+            raise InputError(f"{src}: '{key}' is an alias of '{name}', which is also given a different value")
+        out[name] = value
+    return out
+
+
 def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Path | None) -> Schedule:
     """Evaluate a parsed schedule against an arch and overrides."""
     src = str(path) if path else spec.schedule
     known = {*spec.problem, *spec.params}
+    for alias, target in spec.aliases.items():
+        if target not in known:
+            raise UnknownNameError("symbol", target, known, where=f"{src}: aliases.{alias}")
+    overrides = canonical_overrides(spec, overrides, src)
     for key in overrides:
         if key not in known:
             raise UnknownNameError("parameter", key, known, where=f"--set {key}")
@@ -131,6 +146,9 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
             where = f"{src}: {section}.{key}"
             if key == "dtype" or key.endswith("_dtype"):
                 env[key] = canonical_dtype(str(value))
+                continue
+            if value == "fit" and section == "params":  # STAGES: fit -- resolved with the buffer that uses it
+                env[key] = "fit"
                 continue
             if isinstance(value, str) and key in {"layout", "mode", "op"}:
                 env[key] = value
@@ -204,7 +222,7 @@ def _fit(sched: Schedule, spec: ScheduleSpec, arch: Arch, src: str) -> Schedule:
     (as many CTAs as every budget allows)."""
     from gpusim.schedule.check import max_ctas_per_sm, smem_bytes_per_cta
 
-    fitted = [name for name, b in spec.buffers.items() if b.stages == "fit"]
+    fitted = [name for name, b in sched.buffers.items() if b.stages == 0]
     if len(fitted) > 1:
         raise InputError(f"{src}: buffers {', '.join(fitted)}: only one buffer may have stages: fit")
     if fitted:
@@ -223,7 +241,7 @@ def _fit(sched: Schedule, spec: ScheduleSpec, arch: Arch, src: str) -> Schedule:
             raise ScheduleRefused(f"{sched.name} on {arch.id}: buffers.{name}: stages: fit finds no room for one "
                                   f"stage of {per_stage / 1024:.1f} KiB ({room / 1024:.1f} KiB of shared memory left "
                                   "after the other buffers)")  # fmt: skip
-        env = {**sched.env, f"{name}_stages": stages}
+        env = {**sched.env, **{k: stages for k, v in sched.env.items() if v == "fit"}}
         sched = replace(sched, buffers={**sched.buffers, name: replace(buf, stages=stages)}, env=env)
     if sched.launch.ctas_per_sm == 0:
         sched = replace(sched, launch=replace(sched.launch, ctas_per_sm=max_ctas_per_sm(sched, arch)))
@@ -279,7 +297,9 @@ def _resolve_buffer(name: str, b: Any, env: dict[str, Any], src: str) -> Buffer:
     return Buffer(
         name=name,
         space=b.space,
-        stages=0 if b.stages == "fit" else _num(b.stages, env, f"{where}.stages", 1),
+        stages=0
+        if b.stages == "fit" or env.get(str(b.stages)) == "fit"
+        else _num(b.stages, env, f"{where}.stages", 1),
         bytes=_num(b.bytes, env, f"{where}.bytes", 0),
         cols=_num(b.cols, env, f"{where}.cols", 0),
         chunks=_num(b.chunks, env, f"{where}.chunks", 1),

@@ -349,9 +349,20 @@ def _shorthand(model: type[OpArgs], primary: str) -> Any:
     """An argument that is the op's model, or a bare name for its ``primary`` field."""
 
     def expand(value: Any) -> Any:
-        return model.model_validate({primary: value}) if isinstance(value, str) else value
+        return {primary: value} if isinstance(value, str) else value
 
-    return Annotated[str | model, AfterValidator(expand)]
+    return Annotated[model, BeforeValidator(expand), _OrName(primary)]
+
+
+class _OrName:
+    """JSON Schema of a shorthand argument: the op's mapping, or a bare name for its primary field."""
+
+    def __init__(self, primary: str) -> None:
+        self.primary = primary
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        return {"anyOf": [{"type": "string", "description": f"shorthand for {{{self.primary}: <name>}}"},
+                          handler(core_schema)]}  # fmt: skip
 
 
 def _empty(value: Any) -> Any:

@@ -153,6 +153,9 @@ class ScheduleSpec(_Model):
     """Problem symbols with defaults (M, N, K, dtype ...); overridable with --set."""
     params: dict[str, ExprLike] = Field(default_factory=dict)
     """Tiling symbols; expressions over problem and earlier params; overridable with --set."""
+    aliases: dict[str, str] = Field(default_factory=dict)
+    """Other names accepted for a problem or param symbol in overrides and measured rows (e.g. DeepGEMM's
+    ``BLOCK_M: BM``)."""
     mixes: dict[str, dict[InstrClass, Annotated[float, Field(ge=0)]]] = Field(default_factory=dict)
     """CUDA-core instruction mixes: ops per element by class (fp32, ex2, cvt, int)."""
     metrics: MetricsSpec = MetricsSpec()
@@ -182,8 +185,9 @@ class TemplateSpec(_Model):
 
     description: str = ""
     """What the part models."""
-    args: dict[str, ExprLike] = Field(default_factory=dict)
-    """Arguments and their defaults; ``${name}`` in the part is replaced by the value given in ``with:``."""
+    args: dict[str, ExprLike | None] = Field(default_factory=dict)
+    """Arguments and their defaults (null: required); ``$name`` in the part is replaced by the value given
+    in ``with:``."""
     role: dict[str, Any] | None = None
     """A role body (warps, regs, replicas, program ...)."""
     do: list[Any] | None = None
