@@ -207,6 +207,13 @@ class AuthoredRoleSpec(RoleSpec):
     """Statements; see gpusim.schedule.program."""
 
 
+class AuthoredLaunchSpec(LaunchSpec):
+    """A launch as written: a part may leave the grid to the schedule that extends it."""
+
+    grid: dict[str, ExprLike] | None = None  # type: ignore[assignment]
+    """Named work-unit dimensions with their extents, listed fastest-first (e.g. {m: ..., n: ...})."""
+
+
 class AuthoredScheduleSpec(ScheduleSpec):
     """A schedule file as written: composition keys before they are resolved (see gpusim.schedule.compose)."""
 
@@ -220,7 +227,7 @@ class AuthoredScheduleSpec(ScheduleSpec):
     """The arch its golden result is checked on."""
     problem: dict[str, ExprLike] = Field(default_factory=dict)
     """Problem symbols with defaults (M, N, K, dtype ...); overridable with --set."""
-    launch: LaunchSpec | None = None  # type: ignore[assignment]
+    launch: AuthoredLaunchSpec | None = None  # type: ignore[assignment]
     """Launch and scheduling."""
     roles: dict[str, AuthoredRoleSpec] = Field(default_factory=dict)  # type: ignore[assignment]
     """Roles and their programs."""
