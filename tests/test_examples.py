@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
+import gpusim
 from gpusim.arch import load_arch
 from gpusim.errors import ScheduleRefused
-from gpusim.report.summary import summarize
 from gpusim.schedule.check import check_schedule
 from gpusim.schedule.jsonschema import schedule_json_schema
 from gpusim.schedule.load import load_schedule
-from gpusim.sim.engine import simulate
 
 ROOT = Path(__file__).parents[1]
 EXAMPLES = ROOT / "examples"
@@ -24,7 +23,7 @@ def test_row_softmax_predicts_bandwidth_bound() -> None:
     arch = load_arch("h100")
     sched = load_schedule(str(EXAMPLES / "row_softmax.yaml"), arch, {"rows": 4096, "cols": 4096})
     assert sched.launch.ctas_per_sm == 4  # 128 fp32 registers per thread for a 4096-wide row
-    summary = summarize(simulate(sched, arch))
+    summary = gpusim.predict(str(EXAMPLES / "row_softmax.yaml"), arch, attribute=False, rows=4096, cols=4096)
     moved = 2 * 4096 * 4096 * 2
     assert summary.time_us * 1e-6 >= moved / arch.memory.hbm_bandwidth_bytes_per_s
 
@@ -45,7 +44,7 @@ def test_pingpong_variant_extends_the_shipped_gemm() -> None:
     )
     assert set(sched.roles) == {"producer", "math"}
     assert sched.env["BM"] == 64 and sched.env["BN"] == 256
-    summary = summarize(simulate(sched, arch))
+    summary = gpusim.predict(sched, arch, attribute=False, M=1024, N=1024, K=1024)
     assert 0 < summary.tflops < arch.dense_peak_tflops("bf16")
 
 

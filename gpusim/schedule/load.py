@@ -64,6 +64,11 @@ def validate_spec(data: dict[str, Any], source: str) -> ScheduleSpec:
         raise InputError(format_validation_error(source, _CleanedErrors(exc))) from None  # type: ignore[arg-type]
 
 
+def read_spec(name_or_path: str | Path) -> ScheduleSpec:
+    """The parsed, unresolved schedule of a built-in name or YAML path (problem, params, defaults)."""
+    return _read_spec(schedule_path(str(name_or_path)))
+
+
 @cache
 def _read_spec(path: Path) -> ScheduleSpec:
     from gpusim.schedule.compose import compose
@@ -213,6 +218,7 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
         roles=roles,
         overrides=dict(overrides),
         symbols=(*spec.problem, *spec.params),
+        problem_symbols=tuple(spec.problem),
     )
     return _fit(sched, spec, arch, src)
 
@@ -318,6 +324,8 @@ __all__ = [
     "builtin_schedule_names",
     "load_schedule",
     "parse_override",
+    "read_spec",
+    "resolve",
     "schedule_path",
     "schedules_dir",
 ]
