@@ -186,3 +186,13 @@ def test_schema_command(run_cli) -> None:  # type: ignore[no-untyped-def]
     assert "tma_load:" in out and "wait_async:" in out
     rc, out, err = run_cli(["schema", "archs"])
     assert rc == 2 and "unknown kind" in err
+
+
+def test_an_undeclared_symbol_is_refused_before_simulating(tmp_path: Path) -> None:
+    """A misspelt injected symbol (k_ends) is refused by the check, naming the statement and the closest."""
+    path = _variant(tmp_path, "          - wait: ab\n", "          - wait: ab\n            if: k < k_ends\n")
+    arch = load_arch("h100")
+    with pytest.raises(
+        InputError, match=r"for\.do\[0\]\.wait: 'k < k_ends': unknown symbol 'k_ends'; did you mean 'k_end'"
+    ):
+        check_schedule(load_schedule(path, arch), arch)

@@ -11,6 +11,7 @@ from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Role, Schedule
 from gpusim.schedule.program import walk
 from gpusim.schedule.protocols import check_protocols
+from gpusim.schedule.symbols import check_symbols
 
 MBARRIER_BYTES = 8
 
@@ -153,6 +154,7 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
         if bar.kind == "named" and bar.warps < 1:
             raise InputError(f"{sched.name}: barriers.{name}.warps: a named barrier needs warps >= 1")
     check_protocols(sched)
+    check_symbols(sched)
 
     # shared memory
     smem = smem_bytes_per_cta(sched)
