@@ -352,6 +352,11 @@ def measure_cmd(
     sys.stdout.write(f"wrote {n} rows to {out}\n")
 
 
+from gpusim.explore.commands import register as register_explore_commands  # noqa: E402
+
+register_explore_commands(app)  # sweep, tune, rank-check (gpusim/explore/commands.py)
+
+
 def main() -> None:
     """Entry point: run the app, turning gpusim errors into one line and exit status 2."""
     try:
