@@ -151,10 +151,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _reference_arch(schedule: str) -> str:
-    from gpusim.schedule.load import _read_spec as read_spec  # the API helper may rename this
-    from gpusim.schedule.load import schedule_path
+    from gpusim.schedule.load import read_spec
 
-    return read_spec(schedule_path(schedule)).reference_arch
+    return read_spec(schedule).reference_arch
 
 
 def _report_sweep(

@@ -14,12 +14,15 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
+from gpusim.arch import Arch
 from gpusim.errors import GpusimError, InputError
 from gpusim.explore.adapter import Costs
 from gpusim.explore.grid import Point
 from gpusim.explore.point import evaluate_point
 
 DEFAULT_RETRIES = 3
+Archs = dict[str, Arch] | None
+"""Each point's arch id -> the arch resolved with the sweep's costs (None: workers resolve it)."""
 
 
 class Executor(Protocol):
@@ -27,7 +30,7 @@ class Executor(Protocol):
 
     description: str
 
-    def run(self, points: Sequence[Point], costs: Costs) -> Iterator[dict[str, Any]]:
+    def run(self, points: Sequence[Point], costs: Costs, archs: Archs = None) -> Iterator[dict[str, Any]]:
         """Evaluate every point once; yield each row when it is ready."""
         ...
 
@@ -41,9 +44,9 @@ class InlineExecutor:
 
     description = "1 process (inline)"
 
-    def run(self, points: Sequence[Point], costs: Costs) -> Iterator[dict[str, Any]]:
+    def run(self, points: Sequence[Point], costs: Costs, archs: Archs = None) -> Iterator[dict[str, Any]]:
         for point in points:
-            yield evaluate_point(point, costs)
+            yield evaluate_point(point, costs, (archs or {}).get(point.arch))
 
     def close(self) -> None:
         pass
@@ -68,7 +71,7 @@ class LocalExecutor:
         processes = getattr(pool, "_processes", None) or {}
         return sorted(processes)
 
-    def run(self, points: Sequence[Point], costs: Costs) -> Iterator[dict[str, Any]]:
+    def run(self, points: Sequence[Point], costs: Costs, archs: Archs = None) -> Iterator[dict[str, Any]]:
         pending = {p.index: p for p in points}
         deaths: Counter[int] = Counter()
         # fork: workers start at once with gpusim already imported, and a caller's script needs no
@@ -79,7 +82,7 @@ class LocalExecutor:
             pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)), mp_context=context)
             self._pool = pool
             futures: dict[Future[dict[str, Any]], Point] = {
-                pool.submit(evaluate_point, p, costs): p for p in pending.values()
+                pool.submit(evaluate_point, p, costs, (archs or {}).get(p.arch)): p for p in pending.values()
             }
             broken = False
             try:
@@ -136,7 +139,7 @@ class DaskExecutor:
         workers = len(self.client.scheduler_info().get("workers", {}))
         self.description = f"Dask cluster at {self.client.scheduler.address} ({workers} workers)"
 
-    def run(self, points: Sequence[Point], costs: Costs) -> Iterator[dict[str, Any]]:
+    def run(self, points: Sequence[Point], costs: Costs, archs: Archs = None) -> Iterator[dict[str, Any]]:
         from distributed import as_completed
 
         token = os.urandom(4).hex()
@@ -145,6 +148,7 @@ class DaskExecutor:
                 evaluate_point,
                 p,
                 costs,
+                (archs or {}).get(p.arch),  # small; sent with each task so a restarted worker has it
                 key=f"gpusim-point-{p.index}-{token}",
                 retries=self.retries,
                 pure=False,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpusim.arch import Arch
 from gpusim.errors import DeadlockError, GpusimError, ScheduleRefused
 from gpusim.explore.adapter import Costs, predict, prediction_dict
 from gpusim.explore.grid import Point
@@ -95,13 +96,14 @@ def _metrics(doc: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def evaluate_point(point: Point, costs: Costs) -> dict[str, Any]:
+def evaluate_point(point: Point, costs: Costs, arch: Arch | None = None) -> dict[str, Any]:
     """Predict one point; a refusal, deadlock or other gpusim error becomes the row's status and reason.
 
-    Deterministic: the row holds no wall-clock time or host name, so any worker gives the same row.
+    ``arch`` is the point's arch already resolved with its costs (sweeps resolve it once, so every
+    worker uses the same costs). Deterministic: the row holds no wall-clock time or host name.
     """
     try:
-        doc = prediction_dict(predict(point.schedule, point.arch, costs, point.overrides))
+        doc = prediction_dict(predict(point.schedule, arch or point.arch, costs, point.overrides))
     except ScheduleRefused as exc:
         return empty_row(point, costs, STATUS_REFUSED, str(exc))
     except DeadlockError as exc:

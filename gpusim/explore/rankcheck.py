@@ -95,10 +95,9 @@ def read_ablations(paths: Sequence[str | Path]) -> list[AblationRow]:
 
 
 def _schedule_keys(schedule: str) -> set[str]:
-    from gpusim.schedule.load import _read_spec as read_spec  # the API helper may rename this
-    from gpusim.schedule.load import schedule_path
+    from gpusim.schedule.load import read_spec
 
-    spec = read_spec(schedule_path(schedule))
+    spec = read_spec(schedule)
     return {*spec.problem, *spec.params}
 
 

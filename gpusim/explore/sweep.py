@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusim.errors import InputError
-from gpusim.explore.adapter import Costs, refusal
+from gpusim.explore.adapter import Costs, arch_for, refusal
 from gpusim.explore.executors import Executor
 from gpusim.explore.grid import Point
 from gpusim.explore.journal import Journal, journal_path, read_journal
@@ -131,9 +131,10 @@ def run_sweep(
             finish(empty_row(point, costs, STATUS_REFUSED, reason))
         else:
             todo.append(point)
+    archs = {a: arch_for(a, costs) for a in dict.fromkeys(p.arch for p in todo)}
     last_flush = time.perf_counter()
     try:
-        for row in executor.run(todo, costs):
+        for row in executor.run(todo, costs, archs):
             finish(row)
             if out_path is not None and time.perf_counter() - last_flush > flush_every_s:
                 write_results(list(rows.values()), out_path)

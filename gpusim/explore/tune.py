@@ -32,6 +32,9 @@ from gpusim.explore.table import rank_rows
 DEFAULT_BUDGET = 160
 MAX_STAGES = 8
 SEED = 0
+DEFAULT_ATTENTION_PROBLEM: dict[str, Any] = {"batch": 4, "heads": 16, "seqlen_q": 4096, "seqlen_kv": 4096,
+                                             "head_dim": 128, "causal": 0, "dtype": "bf16"}  # fmt: skip
+"""What ``auto:attention`` predicts for the keys not given (every candidate runs the same problem)."""
 
 
 @dataclass
@@ -103,7 +106,7 @@ def _points(legal: Sequence[Candidate], arch_id: str, problem: dict[str, Any]) -
 
 
 def _sample(points: list[Point], legal: Sequence[Candidate], costs: Costs, executor: Executor, budget: int,
-            batch: int) -> list[dict[str, Any]]:  # fmt: skip
+            batch: int, archs: dict[str, Arch]) -> list[dict[str, Any]]:  # fmt: skip
     """Optuna TPE over (schedule, then each parameter's values); combinations outside the legal list
     are told as failed without a prediction."""
     import optuna
@@ -137,7 +140,7 @@ def _sample(points: list[Point], legal: Sequence[Candidate], costs: Costs, execu
             else:
                 asked.append((trial, i))
         fresh = {i for _, i in asked}
-        for row in executor.run([points[i] for i in sorted(fresh)], costs):
+        for row in executor.run([points[i] for i in sorted(fresh)], costs, archs):
             rows[row["point"]] = row
         for trial, i in asked:
             row = rows[i]
@@ -182,6 +185,25 @@ def tune(kernel: str, arch: str | Arch, problem: dict[str, Any], *, costs: Costs
         result.rows = run_sweep(points, costs, executor, on_row=on_row).rows
     else:
         result.mode = f"optuna TPE, {budget} of {len(legal)} legal candidates"
-        result.rows = _sample(points, legal, costs, executor, budget, batch=4)
+        result.rows = _sample(points, legal, costs, executor, budget, batch=4, archs={arch_obj.id: arch_obj})
     result.wall_s = time.perf_counter() - start
     return result
+
+
+def tune_attention(arch: Arch, problem: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``auto:attention`` (and ``auto:attn``): the tuner's pick for ``problem`` on ``arch`` (with the
+    costs the arch carries) as the ``choice`` document of a Prediction, and the problem it was tuned for."""
+    costs: Costs = "datasheet" if arch.calibration.origin == "datasheet" else "calibrated"
+    problem = {**DEFAULT_ATTENTION_PROBLEM, **problem}
+    result = tune("auto:attention", arch, problem, costs=costs)
+    best = result.best
+    chosen = result.legal[best["point"]]
+    choice = {
+        "schedule": chosen.schedule,
+        "params": chosen.overrides,
+        "origin": chosen.origin,
+        "candidates": [{"schedule": r["schedule"], "params": result.legal[r["point"]].overrides,
+                        "time_us": r["time_us"], "note": r["status"] if r["reason"] is None else r["reason"]}
+                       for r in result.rows],
+    }  # fmt: skip
+    return choice, dict(problem)
