@@ -35,7 +35,11 @@ def client() -> Iterator[Any]:
 def test_cluster_writes_the_local_file(client: Any, tmp_path: Path) -> None:
     local, remote = tmp_path / "local.parquet", tmp_path / "cluster.parquet"
     run_sweep(points(), "calibrated", InlineExecutor(), out=local)
-    result = run_sweep(points(), "calibrated", DaskExecutor(client), out=remote)
+    executor = DaskExecutor(client.scheduler.address)  # its own client, as --scheduler makes
+    try:
+        result = run_sweep(points(), "calibrated", executor, out=remote)
+    finally:
+        executor.close()
     assert "Dask cluster" in result.executor
     assert remote.read_bytes() == local.read_bytes()
 

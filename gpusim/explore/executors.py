@@ -156,7 +156,7 @@ class DaskExecutor:
             for p in points
         ]
         try:
-            for future in as_completed(futures):
+            for future in as_completed(futures, loop=self.client.loop):
                 try:
                     row = future.result()
                 except Exception as exc:  # KilledWorker or a task error after its retries
