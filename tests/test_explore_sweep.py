@@ -19,8 +19,8 @@ SMALL = {"M": 512, "N": 512, "K": 512}
 
 
 def small_points() -> list[Any]:
-    """8 points of a small ping-pong GEMM; STAGES=9 with BN=256 does not fit in shared memory."""
-    axes = parse_axes(["BN=128,256", "STAGES=2,4,6,9"])
+    """8 points of a small ping-pong GEMM; 12 stages do not fit in shared memory."""
+    axes = parse_axes(["BN=64,128", "STAGES=2,4,6,12"])
     return enumerate_points("gemm_ws_pingpong", ["h100"], axes, SMALL)
 
 
@@ -31,7 +31,7 @@ def inline_rows() -> list[dict[str, Any]]:
 
 def test_refused_points_carry_the_reason(inline_rows: list[dict[str, Any]]) -> None:
     refused = [r for r in inline_rows if r["status"] == "refused"]
-    assert refused, "BN=256 with 9 stages must not fit in 227 KiB"
+    assert len(refused) == 2, "12 stages must not fit in 227 KiB"
     assert all("shared memory" in r["reason"] and r["time_us"] is None for r in refused)
     ok = [r for r in inline_rows if r["status"] == "ok"]
     assert ok and all(r["time_us"] > 0 and r["reason"] is None for r in ok)
@@ -85,8 +85,8 @@ def test_resume_predicts_only_the_missing_points(inline_rows: list[dict[str, Any
 
 def test_cli_sweep_writes_parquet_and_reports(run_cli: Any, tmp_path: Path) -> None:
     out = tmp_path / "cli.parquet"
-    rc, stdout, stderr = run_cli(["sweep", "gemm_ws_pingpong", "--arch", "h100", "--grid", "BN=128,256",
-                                  "--grid", "STAGES=4,9", "--set", "M=512", "--set", "N=512", "--set", "K=512",
+    rc, stdout, stderr = run_cli(["sweep", "gemm_ws_pingpong", "--arch", "h100", "--grid", "BN=64,128",
+                                  "--grid", "STAGES=4,12", "--set", "M=512", "--set", "N=512", "--set", "K=512",
                                   "-j", "1", "--out", out, "--plot", tmp_path / "heat.png"])  # fmt: skip
     assert rc == 0, stderr
     assert "4 points: 2 predicted, 0 reused, 2 refused" in stdout and "refused (1)" in stdout
