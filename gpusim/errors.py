@@ -38,8 +38,17 @@ class DeadlockError(GpusimError):
     """The simulation stopped with roles still blocked."""
 
 
-class SimulationTimeout(GpusimError):
-    """A simulation ran past the wall-clock limit its caller gave it."""
+class SimulationLimitExceeded(GpusimError):
+    """A simulation needed more simulated work (events) than its limit; the CLI exits with status 5.
+
+    The limit counts simulated events, never wall-clock time, so the same command stops (or not) on
+    any machine. The message names the limit and how to raise it."""
+
+    exit_code = 5
+
+
+SimulationTimeout = SimulationLimitExceeded
+"""Former name (the limit used to be wall-clock)."""
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:

@@ -14,8 +14,10 @@ from gpusim.schedule.program import Stmt
 from gpusim.sim.memory import Transfer
 from gpusim.sim.sync import (
     ChunkBuffer,
+    Credit,
     Cursor,
     EventBarrier,
+    Land,
     NamedBarrier,
     Stage,
     StageRing,
@@ -61,6 +63,18 @@ class Cta:
         return self.miss[wave].get(operand, 1.0)
 
 
+@dataclass(slots=True, eq=False)
+class LoopFrame:
+    """One active loop of a role: a ``for`` (``var``) or the persistent tile loop (``var`` = tile)."""
+
+    stmt: Stmt
+    var: str
+    value: int
+    stop: int
+    every: int = 1
+    offset: int = 0
+
+
 class RoleRunner:
     """Interprets one role replica's program on one CTA."""
 
@@ -87,6 +101,13 @@ class RoleRunner:
         self._lookahead: dict[tuple[int, int], list[Stmt]] = {}
         self.spans: list[tuple[float, float, str]] | None = [] if cta.sm.record_spans else None
         """(start ns, end ns, label) of every op the role spent time in, when recording a trace."""
+        self.frames: list[LoopFrame] = []
+        """The loops the role is in, outermost first (the fast-forward reads and advances them)."""
+        self.pc: Stmt | None = None
+        """The statement the role is executing (or blocked in)."""
+        self.op_start_ns = 0.0
+        self.ff: Any = None
+        """The fast-forward controller (gpusim.sim.fastforward), or None in an exact run."""
 
     # ---- driver -----------------------------------------------------------------------------------
 
@@ -111,8 +132,9 @@ class RoleRunner:
 
     def _block(self, stmts: tuple[Stmt, ...]) -> Generator[simpy.Event, Any, None]:
         for i, stmt in enumerate(stmts):
-            if stmt.guard is not None and not stmt.guard(self.vars, where=stmt.where):
+            if stmt.guard is not None and not self._eval(stmt.guard, stmt):
                 continue
+            self.pc = stmt
             op = stmt.op
             if op == "for":
                 yield from self._for(stmt)
@@ -124,13 +146,16 @@ class RoleRunner:
                 self.blocked_on = stmt.where
                 event = _HANDLERS[op](self, stmt, stmts, i)
                 if event is not None:
-                    start = self.env.now
+                    self.op_start_ns = self.env.now
                     yield event
-                    if self.spans is not None and self.env.now > start:
-                        self.spans.append((start, self.env.now, _span_label(stmt)))
+                    if self.spans is not None and self.env.now > self.op_start_ns:
+                        self.spans.append((self.op_start_ns, self.env.now, _span_label(stmt)))
 
     def _eval(self, expr: Any, stmt: Stmt) -> Any:
-        return expr(self.vars, where=stmt.where)
+        value = expr(self.vars, where=stmt.where)
+        if self.ff is not None:
+            self.ff.observe(self, expr, value)
+        return value
 
     # ---- control flow ----------------------------------------------------------------------------
 
@@ -138,22 +163,34 @@ class RoleRunner:
         var = stmt.args["var"]
         start = int(self._eval(stmt.args["start"], stmt))
         stop = int(self._eval(stmt.args["stop"], stmt))
-        for value in range(start, stop):
-            self.vars[var] = value
-            self.loop[var] = value
+        frame = LoopFrame(stmt, var, start, stop)
+        self.frames.append(frame)
+        while frame.value < frame.stop:
+            self.vars[var] = frame.value
+            self.loop[var] = frame.value
+            if self.ff is not None:
+                self.ff.iteration(self, frame)
             yield from self._block(stmt.body)
+            frame.value += 1
+        self.frames.pop()
         self.loop.pop(var, None)
 
     def _tiles(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
         every = int(self._eval(stmt.args["every"], stmt)) if "every" in stmt.args else 1
         offset = int(self._eval(stmt.args["offset"], stmt)) if "offset" in stmt.args else 0
-        for ordinal, unit in enumerate(self.cta.units):
-            if ordinal < offset or (ordinal - offset) % every:
-                continue
-            self.vars.update(unit)
-            self.vars["tile"] = ordinal
-            self.loop = {"tile": ordinal}
-            yield from self._block(stmt.body)
+        frame = LoopFrame(stmt, "tile", 0, len(self.cta.units), every, offset)
+        self.frames.append(frame)
+        while frame.value < frame.stop:
+            ordinal = frame.value
+            if ordinal >= offset and (ordinal - offset) % every == 0:
+                self.vars.update(self.cta.units[ordinal])
+                self.vars["tile"] = ordinal
+                self.loop = {"tile": ordinal}
+                if self.ff is not None:
+                    self.ff.iteration(self, frame)
+                yield from self._block(stmt.body)
+            frame.value += 1
+        self.frames.pop()
 
     def _turn(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
         name = stmt.args["name"]
@@ -165,10 +202,10 @@ class RoleRunner:
             self.blocked_on = (
                 f"{stmt.where} (waiting for its turn on '{name}', held by replica {turnstile.token})"
             )
-            start = self.env.now
+            self.op_start_ns = self.env.now
             yield event
-            if self.spans is not None and self.env.now > start:
-                self.spans.append((start, self.env.now, f"turn {name}"))
+            if self.spans is not None and self.env.now > self.op_start_ns:
+                self.spans.append((self.op_start_ns, self.env.now, f"turn {name}"))
         yield from self._block(stmt.body)
         turnstile.pass_turn(self.replica)
 
@@ -210,7 +247,7 @@ class RoleRunner:
             self._lookahead[key] = following
         total = 0.0
         for stmt in following:
-            if stmt.guard is None or stmt.guard(self.vars, where=stmt.where):
+            if stmt.guard is None or self._eval(stmt.guard, stmt):
                 total += float(self._eval(stmt.args["bytes"], stmt))
         return total
 
@@ -222,7 +259,10 @@ class RoleRunner:
             miss = 1.0
             latency = rates.l2_latency_ns
         else:
-            miss = self.cta.miss_fraction(operand, int(self.vars.get("tile", 0)))
+            tile = int(self.vars.get("tile", 0))
+            miss = self.cta.miss_fraction(operand, tile)
+            if self.ff is not None:
+                self.ff.observe_miss(self, operand, tile, miss)
             latency = rates.l2_latency_ns * (1 - miss) + rates.hbm_latency_ns * miss + latency_extra
         done = self.env.event()
         port = self.sm.egress if write else self.sm.ingress
@@ -384,7 +424,7 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
         for c in range(lo, hi):
             buffers = [r.chunks[buf] for r in receivers]
             rr.transfer(per_chunk, operand=operand, write=False, latency_extra=rr.rates.tma_extra_ns,
-                        on_done=lambda bs=buffers, c=c: [b.land(ctx, c) for b in bs])  # fmt: skip
+                        on_done=Land(buffers, ctx, c))  # fmt: skip
         return None
     cursor = rr.cursors.get(buf)
     if cursor is None or cursor.current is None:
@@ -394,7 +434,7 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
     key = cursor.current.key
     rings = [r.rings[buf] for r in receivers]
     rr.transfer(share, operand=operand, write=False, latency_extra=rr.rates.tma_extra_ns,
-                on_done=lambda: [ring.credit(key, share) for ring in rings])  # fmt: skip
+                on_done=Credit(rings, key, share))  # fmt: skip
     return None
 
 
@@ -412,8 +452,7 @@ def _cp_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
         cursor = rr.cursors.get(buf)  # type: ignore[arg-type]
         if cursor is None or cursor.current is None:
             raise InputError(f"{stmt.where}: cp_async into '{buf}' before an acquire of it")
-        key = cursor.current.key
-        on_done = lambda: ring.credit(key, nbytes)  # noqa: E731
+        on_done = Credit([ring], cursor.current.key, nbytes)
     rr.queue("cp_async").append(
         rr.transfer(nbytes, operand=stmt.args.get("operand"), write=False, on_done=on_done)
     )

@@ -1,0 +1,747 @@
+"""Steady-state fast-forward: skip whole periods of a simulation whose state has been seen to repeat.
+
+A kernel's simulation is periodic almost everywhere: a mainloop repeats its k-iteration, a persistent
+CTA repeats its tile. Each time an *anchor* role starts a loop iteration, the controller takes a
+snapshot of the whole simulation state, with every time relative to now and every loop counter, ring
+sequence number and tag as a number that may shift:
+
+- the event queue (relative times, what each event resumes), every role's position (statement and
+  loop frames), its async queues, held stages and ring cursors;
+- every ring's stages (relative to the ring's sequence counter), credits, waiters; barriers and
+  turnstiles; every agent's backlog; every memory port's queue and every in-flight transfer's
+  remaining bytes and rate.
+
+When a snapshot equals an earlier one at the same loop statement except for a uniform time shift
+``dt``, a uniform shift per loop variable and per ring counter, the simulation has gone through one
+*period*: the model is deterministic, so the next period repeats it, as long as everything the roles
+read that depends on the shifted counters stays the same. Every such read during the observed period
+is recorded (expressions of loop variables and tile fields, L2 miss fractions per wave, consumer
+counts per tile) and re-evaluated at the shifted counters; the jump covers only the periods where all
+of them agree and every loop stays inside its range. The jump moves time, counters, ring sequence
+numbers and tags by whole periods and adds the observed per-period increments to every accumulator
+(busy time, bytes, FLOPs); detailed simulation then resumes where something changes (the last
+iterations, an edge tile, a tail, a change in shared L2/HBM rates). Nothing is extrapolated from a
+formula: the period is observed, and it is used only while the recorded reads say it still holds.
+
+The snapshot reads the simulation objects field by field. A class with fields this module does not
+know (a new mechanism) turns the fast-forward off for the run (the result is then the exact run's),
+so a new piece of state must be added here to keep simulations fast; tests/test_fastforward.py checks
+fast-forward against exact runs of every shipped schedule.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+from simpy.events import Condition, Process
+
+from gpusim.sim.hardware import SimSM
+from gpusim.sim.interp import Cta, LoopFrame, RoleRunner
+from gpusim.sim.memory import FlowNetwork, NetTimer, Port, Transfer, TransferDone
+from gpusim.sim.servers import FifoServer
+from gpusim.sim.sync import (
+    ChunkBuffer,
+    Credit,
+    CouplingGroup,
+    EventBarrier,
+    NamedBarrier,
+    Stage,
+    StageCallback,
+    StageRing,
+    Turnstile,
+    tag_key,
+)
+
+_TOL_ABS = 1e-6
+_TOL_REL = 1e-9
+_MAX_TIMELINE = 64
+_MAX_SAME_KEY = 4
+
+
+class _Unsupported(Exception):
+    """A piece of state the snapshot cannot describe; no checkpoint is taken."""
+
+
+# Fields of every simulation class the snapshot reads or knows to be irrelevant. If a class gains a
+# field, the fast-forward cannot know whether it is state, so it stays off (exact run).
+_KNOWN_FIELDS: dict[type, frozenset[str]] = {
+    SimSM: frozenset({"env", "index", "weight", "rates", "net", "record_spans", "servers", "ingress", "egress",
+                      "tensor_flops"}),  # fmt: skip
+    FifoServer: frozenset({"env", "name", "rate_per_ns", "free_at_ns", "busy_ns", "work_done", "spans",
+                           "_last_span"}),  # fmt: skip
+    Port: frozenset({"net", "name", "cap_bytes_per_ns", "weight", "queue", "busy_ns", "bytes_moved", "spans",
+                     "_head_since"}),  # fmt: skip
+    Transfer: frozenset({"bytes", "l2_coef", "hbm_coef", "latency_ns", "weight", "on_done", "done", "remaining",
+                         "rate", "port", "is_write"}),  # fmt: skip
+    FlowNetwork: frozenset({"env", "l2_capacity", "hbm_capacity", "active", "_last_update", "_version",
+                            "hbm_read_bytes", "hbm_write_bytes", "l2_read_bytes", "l2_write_bytes",
+                            "hbm_rate_samples", "l2_rate_samples", "read_rate_samples"}),  # fmt: skip
+    StageRing: frozenset({"env", "name", "producer", "consumer", "stages", "expected_producers",
+                          "expected_releases", "credits", "waiters", "group", "in_use_samples", "sm_index",
+                          "cta_rank", "flows", "stage_log", "opened", "ff"}),  # fmt: skip
+    Stage: frozenset({"index", "freed", "open_gen", "tag", "key", "expected_bytes", "arrivals", "commits", "full",
+                      "releases", "expected_releases", "open_ns", "full_ns"}),  # fmt: skip
+    RoleRunner: frozenset({"cta", "role", "replica", "env", "sm", "rates", "vars", "loop", "queues", "held",
+                           "cursors", "last_mma", "blocked_on", "finished", "warps", "sm_fraction", "name",
+                           "_lookahead", "spans", "frames", "pc", "op_start_ns", "ff"}),  # fmt: skip
+    Cta: frozenset({"env", "sched", "sm", "rank", "units", "wave_offset", "miss", "rings", "chunks", "named",
+                    "events", "turnstiles", "syncthreads", "peers", "pair", "outstanding",
+                    "operand_multicast"}),  # fmt: skip
+    NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),
+    EventBarrier: frozenset({"env", "name", "count", "arrivals", "waiters"}),
+    Turnstile: frozenset({"env", "name", "members", "token", "done", "waiters"}),
+    ChunkBuffer: frozenset({"env", "name", "landed", "waiters"}),
+    CouplingGroup: frozenset({"rings", "pending"}),
+}
+
+
+def _fields(obj: Any) -> frozenset[str]:
+    slots = getattr(type(obj), "__slots__", None)
+    if slots is not None and not hasattr(obj, "__dict__"):
+        return frozenset(slots)
+    return frozenset(vars(obj))
+
+
+def unknown_state(objects: list[Any]) -> str | None:
+    """The first simulation object whose class has fields the snapshot does not know (or None)."""
+    for obj in objects:
+        known = _KNOWN_FIELDS.get(type(obj))
+        if known is None:
+            return f"{type(obj).__name__} is not known to the fast-forward"
+        extra = _fields(obj) - known
+        if extra:
+            return f"{type(obj).__name__} has state the fast-forward does not snapshot: {sorted(extra)}"
+    return None
+
+
+@dataclass
+class Snapshot:
+    """The state at one checkpoint, split into what must match exactly and what may shift."""
+
+    now: float
+    struct: tuple
+    values: list[float]
+    loops: list[tuple[str, int]]
+    ring_counts: list[int]
+    acc: list[float]
+
+
+@dataclass
+class Period:
+    """What one observed period shifts: time, each loop variable, each ring's sequence counter."""
+
+    dt: float
+    loop_delta: dict[str, int]
+    ring_delta: list[int]
+    acc_delta: list[float]
+
+
+@dataclass
+class Jump:
+    """One fast-forward: ``periods`` whole periods skipped from ``start_ns`` to ``end_ns``."""
+
+    start_ns: float
+    end_ns: float
+    periods: int
+    label: str
+
+
+@dataclass
+class _Checkpoint:
+    key: tuple
+    snap: Snapshot
+    log: dict[tuple, Any]
+    events: int
+
+
+@dataclass
+class FastForward:
+    """The controller: told of loop iterations and state-dependent reads, it checkpoints and jumps."""
+
+    env: simpy.Environment
+    net: FlowNetwork
+    sms: list[SimSM]
+    rings: list[StageRing]
+    runners: list[RoleRunner] = field(default_factory=list)
+    dynamic_names: frozenset[str] = frozenset()
+    unit_fields: frozenset[str] = frozenset()
+    jumps: list[Jump] = field(default_factory=list)
+    skipped_events: int = 0
+    disabled: str | None = None
+    pending: tuple | None = None
+    anchor: RoleRunner | None = None
+    _proc_index: dict[int, int] = field(default_factory=dict)
+    _runner_index: dict[int, int] = field(default_factory=dict)
+    _timeline: list[_Checkpoint] = field(default_factory=list)
+    _log: dict[tuple, Any] = field(default_factory=dict)
+    _dyn_cache: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
+    _checked: bool = False
+
+    # ---- registration -----------------------------------------------------------------------------
+
+    def add_runner(self, runner: RoleRunner, process: simpy.Process) -> None:
+        """A role replica and its process (new CTAs register as they launch)."""
+        self._runner_index[id(runner)] = len(self.runners)
+        self.runners.append(runner)
+        self.add_process(process)
+        runner.ff = self
+        for ring in runner.cta.rings.values():
+            ring.ff = self
+        self._checked = False
+
+    def add_process(self, process: simpy.Process) -> None:
+        """A process whose resumption may sit in the event queue (role or launcher)."""
+        self._proc_index[id(process)] = len(self._proc_index)
+
+    # ---- hooks called by the interpreter ----------------------------------------------------------
+
+    def iteration(self, runner: RoleRunner, frame: LoopFrame) -> None:
+        """``runner`` starts an iteration of ``frame``: checkpoint after this step if it is the anchor."""
+        if self.anchor is None or self.anchor.finished:
+            self.anchor = runner
+        if runner is self.anchor:
+            self.pending = (self._runner_index[id(runner)], id(frame.stmt))
+
+    def observe(self, runner: RoleRunner, expr: Any, value: Any) -> None:
+        """An expression was evaluated; remember it if it reads a loop variable or a tile field."""
+        cached = self._dyn_cache.get(id(expr))
+        if cached is None:
+            names = tuple(sorted(expr.names & self.dynamic_names))
+            uses_unit = any(n in self.unit_fields for n in names)
+            if uses_unit and "tile" not in names:
+                names = (*names, "tile")
+            cached = self._dyn_cache[id(expr)] = (names, uses_unit)
+        names = cached[0]
+        if not names:
+            return
+        vars_ = runner.vars
+        values = tuple(vars_.get(n) for n in names)
+        self._log[("e", id(runner), id(expr), values)] = (runner, expr, value, names, values, cached[1])
+
+    def observe_miss(self, runner: RoleRunner, operand: str | None, tile: int, miss: float) -> None:
+        """A read's L2 miss fraction for the wave of ``tile``."""
+        self._log[("m", id(runner.cta), operand, tile)] = (runner.cta, operand, tile, miss)
+
+    def observe_releases(self, ring: StageRing, tag: dict[str, Any], count: int) -> None:
+        """A stage tagged ``tag`` expects ``count`` consumer releases."""
+        self._log[("r", id(ring), tag_key(tag))] = (ring, dict(tag), count)
+
+    # ---- checkpoints ------------------------------------------------------------------------------
+
+    def checkpoint(self, events: int) -> int:
+        """Take a snapshot; on a repeat, jump. Returns the number of events the jump stands for."""
+        key, self.pending = self.pending, None
+        if self.disabled is not None:
+            return 0
+        if not self._checked:
+            self.disabled = unknown_state(self._objects())
+            self._checked = True
+            if self.disabled is not None:
+                return 0
+        try:
+            snap = _Capture(self).snapshot()
+        except _Unsupported:
+            self._timeline.clear()
+            self._log = {}
+            return 0
+        log, self._log = self._log, {}
+        current = _Checkpoint(key, snap, log, events)  # type: ignore[arg-type]
+        seen = 0
+        for back in range(len(self._timeline) - 1, -1, -1):
+            old = self._timeline[back]
+            if old.key != key:
+                continue
+            seen += 1
+            period = _match(old.snap, snap)
+            if period is not None:
+                logs = [c.log for c in self._timeline[back + 1 :]] + [log]
+                periods = self._periods(period, logs)
+                if periods >= 1:
+                    self._jump(period, periods, snap)
+                    skipped = periods * (events - old.events)
+                    self.skipped_events += skipped
+                    self._timeline.clear()
+                    return skipped
+            if seen >= _MAX_SAME_KEY:
+                break
+        self._timeline.append(current)
+        if len(self._timeline) > _MAX_TIMELINE:
+            del self._timeline[0]
+        return 0
+
+    def _objects(self) -> list[Any]:
+        objs: list[Any] = [self.net, *self.sms, *self.rings, *self.runners]
+        for sm in self.sms:
+            objs += list(sm.servers.values()) + [sm.ingress, sm.egress]
+        ctas = {id(r.cta): r.cta for r in self.runners}
+        for cta in ctas.values():
+            objs.append(cta)
+            objs += list(cta.named.values()) + list(cta.events.values()) + list(cta.turnstiles.values())
+            objs += list(cta.chunks.values())
+            if cta.syncthreads is not None:
+                objs.append(cta.syncthreads)
+        for ring in self.rings:
+            objs += ring.stages
+            objs.append(ring.group)
+        return objs
+
+    # ---- how far to jump --------------------------------------------------------------------------
+
+    def _periods(self, period: Period, logs: list[dict[tuple, Any]]) -> int:
+        d = period.loop_delta
+        bound = math.inf
+        for runner in self.runners:
+            for frame in runner.frames:
+                step = d.get(frame.var, 0)
+                if step == 0:
+                    continue
+                if step < 0 or step % frame.every:
+                    return 0
+                bound = min(bound, (frame.stop - 1 - frame.value) // step)
+        if bound == math.inf or bound < 1:
+            return 0
+        modulus = 1
+        for ring, dop in zip(self.rings, period.ring_delta, strict=True):
+            if dop < 0:
+                return 0
+            n = len(ring.stages)
+            need = n // math.gcd(n, dop) if dop else 1
+            modulus = modulus * need // math.gcd(modulus, need)
+        periods = int(bound) // modulus * modulus
+        if periods < 1:
+            return 0
+        merged: dict[tuple, Any] = {}
+        for log in logs:
+            merged.update(log)
+        for key, entry in merged.items():
+            if periods < 1:
+                break
+            kind = key[0]
+            if kind == "e":
+                good = _holds_expr(entry, d, periods)
+            elif kind == "m":
+                good = _holds_miss(entry, d, periods)
+            else:
+                good = _holds_releases(entry, d, periods)
+            if good < periods:
+                periods = good // modulus * modulus
+        return periods
+
+    # ---- the jump ---------------------------------------------------------------------------------
+
+    def _jump(self, period: Period, periods: int, snap: Snapshot) -> None:
+        shift = periods * period.dt
+        d = {k: v * periods for k, v in period.loop_delta.items() if v}
+        env = self.env
+        start = env.now
+        env._now = start + shift  # type: ignore[attr-defined]
+        queue = env._queue  # type: ignore[attr-defined]
+        queue[:] = [(t + shift, prio, eid, ev) for t, prio, eid, ev in queue]
+        heapq.heapify(queue)
+        ring_gens: dict[int, tuple[int, int]] = {}
+        for ring, dop in zip(self.rings, period.ring_delta, strict=True):
+            ring_gens[id(ring)] = (dop * periods, dop * periods // len(ring.stages))
+        for runner in self.runners:
+            _shift_runner(runner, d, shift, ring_gens)
+        for ring in self.rings:
+            _shift_ring(ring, d, shift, ring_gens[id(ring)])
+        ctas = {id(r.cta): r.cta for r in self.runners}
+        for cta in ctas.values():
+            for barrier in cta.events.values():
+                _shift_event_barrier(barrier, d.get("tile", 0), periods)
+        for sm in self.sms:
+            for server in sm.servers.values():
+                server.free_at_ns += shift
+            for port in (sm.ingress, sm.egress):
+                port._head_since += shift  # type: ignore[union-attr]
+                for t in port.queue:  # type: ignore[union-attr]
+                    _shift_on_done(t, d)
+        self.net._last_update += shift
+        for _t, _p, _e, ev in queue:
+            for cb in ev.callbacks or ():
+                if type(cb) is TransferDone:
+                    _shift_on_done(cb.transfer, d)
+        for (obj, attr), delta in zip(_accumulators(self), period.acc_delta, strict=True):
+            setattr(obj, attr, getattr(obj, attr) + periods * delta)
+        label = self.anchor.name if self.anchor is not None else ""
+        self.jumps.append(Jump(start, env.now, periods, label))
+
+
+# ---- the snapshot -----------------------------------------------------------------------------------
+
+
+def _accumulators(ff: FastForward) -> list[tuple[Any, str]]:
+    """Every counter that only accumulates (never read by the dynamics), in a fixed order."""
+    out: list[tuple[Any, str]] = []
+    for sm in ff.sms:
+        out.append((sm, "tensor_flops"))
+        for name in sorted(sm.servers):
+            out += [(sm.servers[name], "busy_ns"), (sm.servers[name], "work_done")]
+        for port in (sm.ingress, sm.egress):
+            out += [(port, "busy_ns"), (port, "bytes_moved")]
+    net = ff.net
+    out += [(net, "hbm_read_bytes"), (net, "hbm_write_bytes"), (net, "l2_read_bytes"), (net, "l2_write_bytes")]
+    return out
+
+
+class _Capture:
+    def __init__(self, ff: FastForward) -> None:
+        self.ff = ff
+        self.now = ff.env.now
+        self.struct: list[Any] = []
+        self.values: list[float] = []
+        self.loops: list[tuple[str, int]] = []
+        self.ring_index = {id(r): i for i, r in enumerate(ff.rings)}
+        self.holders: dict[int, tuple[int, str]] = {}
+        self.cursors: dict[int, tuple[int, str]] = {}
+        for i, runner in enumerate(ff.runners):
+            for buf, held in runner.held.items():
+                self.holders[id(held)] = (i, buf)
+            for buf, cursor in runner.cursors.items():
+                self.cursors[id(cursor)] = (i, buf)
+
+    def snapshot(self) -> Snapshot:
+        ff = self.ff
+        s = self.struct
+        queue = sorted(ff.env._queue, key=lambda e: (e[0], e[1], e[2]))  # type: ignore[attr-defined]
+        s.append(len(queue))
+        for t, prio, _eid, ev in queue:
+            self.values.append(t - self.now)
+            s.append((prio, self.event(ev)))
+        for runner in ff.runners:
+            self.runner(runner)
+        ctas = {id(r.cta): r.cta for r in ff.runners}
+        for cta in ctas.values():
+            self.cta(cta)
+        for ring in ff.rings:
+            self.ring(ring)
+        for sm in ff.sms:
+            for name in sorted(sm.servers):
+                self.values.append(max(sm.servers[name].free_at_ns - self.now, 0.0))
+            for port in (sm.ingress, sm.egress):
+                s.append(len(port.queue))  # type: ignore[union-attr]
+                if port.queue:  # type: ignore[union-attr]
+                    self.values.append(port._head_since - self.now)  # type: ignore[union-attr]
+                    for t in port.queue:  # type: ignore[union-attr]
+                        self.transfer(t)
+        net = ff.net
+        s.append(tuple(t.port.name for t in net.active))  # type: ignore[union-attr]
+        self.values.append(self.now - net._last_update)
+        acc = [getattr(o, a) for o, a in _accumulators(ff)]
+        return Snapshot(self.now, tuple(s), self.values, self.loops,
+                        [r.opened for r in ff.rings], acc)  # fmt: skip
+
+    # -- pieces --
+
+    def tag(self, tag: dict[str, Any] | None) -> None:
+        if tag is None:
+            self.struct.append(None)
+            return
+        keys = sorted(tag)
+        self.struct.append(tuple(keys))
+        for k in keys:
+            v = tag[k]
+            if type(v) is int:
+                self.loops.append((k, v))
+            else:
+                self.struct.append(v)
+
+    def event(self, ev: simpy.Event | None) -> Any:
+        if ev is None:
+            return None
+        cbs = ev.callbacks
+        if cbs is None:
+            return ("done",)
+        return (ev.triggered, tuple(self.callback(cb) for cb in cbs))
+
+    def callback(self, cb: Any) -> Any:
+        owner = getattr(cb, "__self__", None)
+        func = getattr(cb, "__func__", None)
+        if owner is not None:
+            if isinstance(owner, Process) and func is Process._resume:
+                index = self.ff._proc_index.get(id(owner))
+                if index is None:
+                    raise _Unsupported
+                return ("P", index)
+            if isinstance(owner, Condition):
+                if func is Condition._check:
+                    return ("C", self.event(owner))
+                if func is Condition._build_value:
+                    return ("B",)
+            raise _Unsupported
+        kind = type(cb)
+        if kind is StageCallback:
+            return ("S", cb.release, self.ring_index[id(cb.ring)], _stage_rel(cb.ring, cb.stage))
+        if kind is NetTimer:
+            return ("N", cb.version == cb.net._version)
+        if kind is TransferDone:
+            self.transfer(cb.transfer)
+            return ("D",)
+        raise _Unsupported
+
+    def transfer(self, t: Transfer) -> None:
+        self.values += [t.bytes, t.l2_coef, t.hbm_coef, t.latency_ns, t.remaining, t.rate]
+        self.struct.append((t.weight, t.is_write, t.port.name if t.port else None, self.event(t.done)))
+        cb = t.on_done
+        if cb is None:
+            self.struct.append(None)
+        elif type(cb) is Credit:
+            self.struct.append(("credit", tuple(self.ring_index[id(r)] for r in cb.rings)))
+            self.tag(dict(cb.key))
+            self.values.append(cb.amount)
+        else:
+            raise _Unsupported
+
+    def runner(self, r: RoleRunner) -> None:
+        s = self.struct
+        s.append((r.finished, id(r.pc) if r.pc is not None else None,
+                  tuple((id(f.stmt), f.stop, f.every, f.offset) for f in r.frames)))  # fmt: skip
+        for f in r.frames:
+            self.loops.append((f.var, f.value))
+        active = {f.var for f in r.frames}
+        # a loop variable left over from a finished loop does not move with the period: it must match
+        s.append(tuple(sorted((n, v) for n, v in r.vars.items()
+                              if n in self.ff.dynamic_names and n not in self.ff.unit_fields and n not in active)))  # fmt: skip
+        self.tag(r.loop)
+        for name in sorted(r.queues):
+            s.append((name, tuple(self.event(e) for e in r.queues[name])))
+        s.append(self.event(r.last_mma))
+        for buf in sorted(r.held):
+            ring = r.cta.rings.get(buf)
+            s.append((buf, tuple(_stage_rel(ring, st) for st in r.held[buf]) if ring else len(r.held[buf])))
+        for buf in sorted(r.cursors):
+            cursor = r.cursors[buf]
+            ring = r.cta.rings[buf]
+            cur = _stage_rel(ring, cursor.current) if cursor.current is not None else None
+            s.append((buf, cursor.position - ring.opened, cur))
+
+    def cta(self, cta: Cta) -> None:
+        s = self.struct
+        if any(c.landed or c.waiters for c in cta.chunks.values()):
+            raise _Unsupported
+        for name in sorted(cta.named):
+            b = cta.named[name]
+            s.append((b.arrived, self.event(b.phase_event)))
+        if cta.syncthreads is not None:
+            s.append((cta.syncthreads.arrived, self.event(cta.syncthreads.phase_event)))
+        for name in sorted(cta.turnstiles):
+            t = cta.turnstiles[name]
+            s.append((t.token, tuple(sorted(t.done)), tuple((m, self.event(e)) for m, e in sorted(t.waiters.items()))))
+        for name in sorted(cta.events):
+            b = cta.events[name]
+            live = sorted(k for k, c in b.arrivals.items() if c < b.count)
+            waited = sorted(b.waiters)
+            s.append((len(live), len(waited)))
+            for k in live:
+                self._barrier_key(k)
+                s.append(b.arrivals[k])
+            for k in waited:
+                self._barrier_key(k)
+                s.append(tuple(self.event(e) for e in b.waiters[k]))
+        s.append(tuple(self.event(e) for e in cta.outstanding if not e.processed))
+
+    def _barrier_key(self, key: tuple) -> None:
+        if len(key) == 1 and type(key[0]) is int:
+            self.loops.append(("tile", key[0]))
+        else:
+            self.struct.append(key)
+
+    def ring(self, ring: StageRing) -> None:
+        s = self.struct
+        n = len(ring.stages)
+        s.append(n)
+        for stage in sorted(ring.stages, key=lambda st: _stage_rel(ring, st)):
+            is_open = stage.open_gen >= 0
+            s.append((_stage_rel(ring, stage), is_open, stage.full, stage.arrivals, stage.commits, stage.releases,
+                      stage.expected_releases))  # fmt: skip
+            if is_open:
+                self.values += [stage.expected_bytes, stage.open_ns - self.now]
+                if stage.full:
+                    self.values.append(stage.full_ns - self.now)
+                self.tag(stage.tag)
+        s.append(len(ring.credits))
+        for key in sorted(ring.credits):
+            self.tag(dict(key))
+            self.values.append(ring.credits[key])
+        s.append(len(ring.waiters))
+        for w in ring.waiters:
+            self.tag(w.ctx)
+            s.append((self.holders.get(id(w.holder)), self.event(w.event)))
+        mine = [p for p in ring.group.pending if p[0] is ring]
+        s.append(len(mine))
+        for _ring, cursor, tag, expect, event in mine:
+            s.append((self.cursors.get(id(cursor)), self.event(event)))
+            self.tag(tag)
+            self.values.append(expect)
+
+
+def _stage_rel(ring: StageRing, stage: Stage) -> int:
+    n = len(ring.stages)
+    seq = stage.index + n * (stage.open_gen if stage.open_gen >= 0 else stage.freed)
+    return seq - ring.opened
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= _TOL_ABS + _TOL_REL * max(abs(a), abs(b))
+
+
+def _match(old: Snapshot, new: Snapshot) -> Period | None:
+    """The period from ``old`` to ``new`` if ``new`` is ``old`` shifted, else None."""
+    dt = new.now - old.now
+    if dt <= 0 or old.struct != new.struct or len(old.values) != len(new.values):
+        return None
+    if len(old.loops) != len(new.loops):
+        return None
+    for a, b in zip(old.values, new.values, strict=True):
+        if not _close(a, b):
+            return None
+    delta: dict[str, int] = {}
+    for (name_a, a), (name_b, b) in zip(old.loops, new.loops, strict=True):
+        if name_a != name_b:
+            return None
+        step = delta.setdefault(name_a, b - a)
+        if step != b - a:
+            return None
+    ring_delta = [b - a for a, b in zip(old.ring_counts, new.ring_counts, strict=True)]
+    acc_delta = [b - a for a, b in zip(old.acc, new.acc, strict=True)]
+    return Period(dt, delta, ring_delta, acc_delta)
+
+
+# ---- checks that the recorded reads hold over the skipped periods -------------------------------------
+
+
+def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
+    runner, expr, value, names, values, uses_unit = entry
+    d_tile = d.get("tile", 0)
+    moving = [(n, v, d.get(n, 0)) for n, v in zip(names, values, strict=True)
+              if d.get(n, 0) and n not in runner.ff.unit_fields]  # fmt: skip
+    if not moving and not (uses_unit and d_tile):
+        return periods
+    env = dict(runner.vars)
+    units = runner.cta.units
+    tile = values[names.index("tile")] if uses_unit else None
+    for m in range(1, periods + 1):
+        if uses_unit and d_tile:
+            t = tile + m * d_tile  # type: ignore[operator]
+            if not 0 <= t < len(units):
+                return m - 1
+            env.update(units[t])
+        for n, v, step in moving:
+            env[n] = v + m * step
+        try:
+            if expr(env) != value:
+                return m - 1
+        except Exception:  # noqa: BLE001 - an expression that fails at a shifted point ends the jump there
+            return m - 1
+    return periods
+
+
+def _holds_miss(entry: tuple, d: dict[str, int], periods: int) -> int:
+    cta, operand, tile, miss = entry
+    step = d.get("tile", 0)
+    if not step:
+        return periods
+    for m in range(1, periods + 1):
+        if cta.miss_fraction(operand, tile + m * step) != miss:
+            return m - 1
+    return periods
+
+
+def _holds_releases(entry: tuple, d: dict[str, int], periods: int) -> int:
+    ring, tag, count = entry
+    moving = {k: d[k] for k in tag if d.get(k)}
+    if not moving:
+        return periods
+    for m in range(1, periods + 1):
+        shifted = {k: v + m * moving.get(k, 0) for k, v in tag.items()}
+        if max(1, ring.expected_releases(shifted)) != count:
+            return m - 1
+    return periods
+
+
+# ---- shifting the state by whole periods --------------------------------------------------------------
+
+
+def _shift_tag(tag: dict[str, Any] | None, d: dict[str, int]) -> None:
+    if tag is None:
+        return
+    for k, v in tag.items():
+        if k in d and type(v) is int:
+            tag[k] = v + d[k]
+
+
+def _shift_key(key: tuple, d: dict[str, int]) -> tuple:
+    tag = dict(key)
+    _shift_tag(tag, d)
+    return tag_key(tag)
+
+
+def _shift_on_done(t: Transfer, d: dict[str, int]) -> None:
+    if type(t.on_done) is Credit:
+        t.on_done.key = _shift_key(t.on_done.key, d)
+
+
+def _shift_runner(r: RoleRunner, d: dict[str, int], shift: float, ring_gens: dict[int, tuple[int, int]]) -> None:
+    r.op_start_ns += shift
+    d_tile = d.get("tile", 0)
+    if d_tile and any(f.var == "tile" for f in r.frames):
+        tile = r.vars["tile"] + d_tile
+        units = r.cta.units
+        if 0 <= tile < len(units):
+            r.vars.update(units[tile])
+        r.vars["tile"] = tile
+    for f in r.frames:
+        f.value += d.get(f.var, 0)
+        r.vars[f.var] = f.value
+    _shift_tag(r.loop, d)
+    for buf, cursor in r.cursors.items():
+        ring = r.cta.rings.get(buf)
+        if ring is not None:
+            cursor.position += ring_gens[id(ring)][0]
+
+
+def _shift_ring(ring: StageRing, d: dict[str, int], shift: float, gens: tuple[int, int]) -> None:
+    opened, per_stage = gens
+    ring.opened += opened
+    for stage in ring.stages:
+        stage.freed += per_stage
+        if stage.open_gen >= 0:
+            stage.open_gen += per_stage
+            stage.open_ns += shift
+            stage.full_ns += shift
+            _shift_tag(stage.tag, d)
+            stage.key = tag_key(stage.tag) if stage.tag is not None else None
+    ring.credits = {_shift_key(k, d): v for k, v in ring.credits.items()}
+    for w in ring.waiters:
+        _shift_tag(w.ctx, d)
+    for i, (r, cursor, tag, expect, event) in enumerate(ring.group.pending):
+        if r is ring:
+            _shift_tag(tag, d)
+            ring.group.pending[i] = (r, cursor, tag, expect, event)
+
+
+def _shift_event_barrier(b: EventBarrier, d_tile: int, periods: int) -> None:
+    if not d_tile:
+        return
+    step = d_tile // periods
+    total = d_tile
+    keys = [k for k in b.arrivals if len(k) == 1 and type(k[0]) is int]
+    top = max((k[0] for k in keys), default=None)
+    new: dict[tuple, int] = {}
+    for k, c in b.arrivals.items():
+        if k in keys and c < b.count:
+            new[(k[0] + total,)] = c
+        else:
+            new[k] = c
+    if top is not None:
+        for k in keys:
+            c = b.arrivals[k]
+            if c >= b.count and k[0] > top - step:
+                for m in range(1, periods + 1):
+                    new.setdefault((k[0] + m * step,), c)
+    b.arrivals = new
+    b.waiters = {((k[0] + total,) if len(k) == 1 and type(k[0]) is int else k): v for k, v in b.waiters.items()}
