@@ -36,6 +36,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import simpy
 from simpy.events import Condition, Process
 
@@ -58,8 +59,7 @@ from gpusim.sim.sync import (
 
 _TOL_ABS = 1e-6
 _TOL_REL = 1e-9
-_MAX_TIMELINE = 64
-_MAX_SAME_KEY = 4
+_MAX_SAME_KEY = 16
 
 
 class _Unsupported(Exception):
@@ -154,7 +154,7 @@ class Jump:
 class _Checkpoint:
     key: tuple
     snap: Snapshot
-    log: dict[tuple, Any]
+    seq: int
     events: int
 
 
@@ -172,11 +172,15 @@ class FastForward:
     jumps: list[Jump] = field(default_factory=list)
     skipped_events: int = 0
     disabled: str | None = None
-    pending: tuple | None = None
+    pending: list[tuple] | None = None
+    """Loop keys whose iteration the anchor started in the current step (outermost first)."""
     anchor: RoleRunner | None = None
     _proc_index: dict[int, int] = field(default_factory=dict)
     _runner_index: dict[int, int] = field(default_factory=dict)
-    _timeline: list[_Checkpoint] = field(default_factory=list)
+    _history: dict[tuple, list[_Checkpoint]] = field(default_factory=dict)
+    """Recent checkpoints per loop key (a period may span several iterations: L2 waves, ping-pong)."""
+    _logs: list[tuple[int, dict[tuple, Any]]] = field(default_factory=list)
+    _seq: int = 0
     _log: dict[tuple, Any] = field(default_factory=dict)
     _dyn_cache: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     _checked: bool = False
@@ -204,7 +208,14 @@ class FastForward:
         if self.anchor is None or self.anchor.finished:
             self.anchor = runner
         if runner is self.anchor:
-            self.pending = (self._runner_index[id(runner)], id(frame.stmt))
+            remaining = (frame.stop - 1 - frame.value) // max(1, frame.every)
+            if remaining < 2:
+                return
+            key = (self._runner_index[id(runner)], id(frame.stmt))
+            if self.pending is None:
+                self.pending = [key]
+            else:
+                self.pending.append(key)
 
     def observe(self, runner: RoleRunner, expr: Any, value: Any) -> None:
         """An expression was evaluated; remember it if it reads a loop variable or a tile field."""
@@ -234,7 +245,7 @@ class FastForward:
 
     def checkpoint(self, events: int) -> int:
         """Take a snapshot; on a repeat, jump. Returns the number of events the jump stands for."""
-        key, self.pending = self.pending, None
+        keys, self.pending = self.pending or [], None
         if self.disabled is not None:
             return 0
         if not self._checked:
@@ -245,32 +256,35 @@ class FastForward:
         try:
             snap = _Capture(self).snapshot()
         except _Unsupported:
-            self._timeline.clear()
+            self._history.clear()
+            self._logs.clear()
             self._log = {}
             return 0
         log, self._log = self._log, {}
-        current = _Checkpoint(key, snap, log, events)  # type: ignore[arg-type]
-        seen = 0
-        for back in range(len(self._timeline) - 1, -1, -1):
-            old = self._timeline[back]
-            if old.key != key:
-                continue
-            seen += 1
-            period = _match(old.snap, snap)
-            if period is not None:
-                logs = [c.log for c in self._timeline[back + 1 :]] + [log]
+        self._seq += 1
+        self._logs.append((self._seq, log))
+        for key in keys:
+            history = self._history.get(key, [])
+            for old in reversed(history):
+                period = _match(old.snap, snap)
+                if period is None:
+                    continue
+                logs = [lg for seq, lg in self._logs if seq > old.seq]
                 periods = self._periods(period, logs)
                 if periods >= 1:
-                    self._jump(period, periods, snap)
+                    self._jump(period, periods)
                     skipped = periods * (events - old.events)
                     self.skipped_events += skipped
-                    self._timeline.clear()
+                    self._history.clear()
+                    self._logs.clear()
                     return skipped
-            if seen >= _MAX_SAME_KEY:
-                break
-        self._timeline.append(current)
-        if len(self._timeline) > _MAX_TIMELINE:
-            del self._timeline[0]
+        for key in keys:
+            history = self._history.setdefault(key, [])
+            history.append(_Checkpoint(key, snap, self._seq, events))
+            del history[:-_MAX_SAME_KEY]
+        oldest = min(h[0].seq for h in self._history.values())
+        while self._logs and self._logs[0][0] <= oldest:
+            self._logs.pop(0)
         return 0
 
     def _objects(self) -> list[Any]:
@@ -304,14 +318,10 @@ class FastForward:
                 bound = min(bound, (frame.stop - 1 - frame.value) // step)
         if bound == math.inf or bound < 1:
             return 0
-        modulus = 1
-        for ring, dop in zip(self.rings, period.ring_delta, strict=True):
+        for dop in period.ring_delta:
             if dop < 0:
                 return 0
-            n = len(ring.stages)
-            need = n // math.gcd(n, dop) if dop else 1
-            modulus = modulus * need // math.gcd(modulus, need)
-        periods = int(bound) // modulus * modulus
+        periods = int(bound)
         if periods < 1:
             return 0
         merged: dict[tuple, Any] = {}
@@ -328,12 +338,12 @@ class FastForward:
             else:
                 good = _holds_releases(entry, d, periods)
             if good < periods:
-                periods = good // modulus * modulus
+                periods = good
         return periods
 
     # ---- the jump ---------------------------------------------------------------------------------
 
-    def _jump(self, period: Period, periods: int, snap: Snapshot) -> None:
+    def _jump(self, period: Period, periods: int) -> None:
         shift = periods * period.dt
         d = {k: v * periods for k, v in period.loop_delta.items() if v}
         env = self.env
@@ -342,13 +352,17 @@ class FastForward:
         queue = env._queue  # type: ignore[attr-defined]
         queue[:] = [(t + shift, prio, eid, ev) for t, prio, eid, ev in queue]
         heapq.heapify(queue)
-        ring_gens: dict[int, tuple[int, int]] = {}
+        opens: dict[int, int] = {}
+        moved: dict[int, Stage] = {}
         for ring, dop in zip(self.rings, period.ring_delta, strict=True):
-            ring_gens[id(ring)] = (dop * periods, dop * periods // len(ring.stages))
+            opens[id(ring)] = dop * periods
+            moved.update(_shift_ring(ring, d, shift, dop * periods))
         for runner in self.runners:
-            _shift_runner(runner, d, shift, ring_gens)
-        for ring in self.rings:
-            _shift_ring(ring, d, shift, ring_gens[id(ring)])
+            _shift_runner(runner, d, shift, opens, moved)
+        for _t, _p, _e, ev in queue:
+            for cb in ev.callbacks or ():
+                if type(cb) is StageCallback:
+                    cb.stage = moved.get(id(cb.stage), cb.stage)
         ctas = {id(r.cta): r.cta for r in self.runners}
         for cta in ctas.values():
             for barrier in cta.events.values():
@@ -596,9 +610,9 @@ def _match(old: Snapshot, new: Snapshot) -> Period | None:
         return None
     if len(old.loops) != len(new.loops):
         return None
-    for a, b in zip(old.values, new.values, strict=True):
-        if not _close(a, b):
-            return None
+    a, b = np.asarray(old.values), np.asarray(new.values)
+    if not np.all(np.abs(a - b) <= _TOL_ABS + _TOL_REL * np.maximum(np.abs(a), np.abs(b))):
+        return None
     delta: dict[str, int] = {}
     for (name_a, a), (name_b, b) in zip(old.loops, new.loops, strict=True):
         if name_a != name_b:
@@ -685,7 +699,8 @@ def _shift_on_done(t: Transfer, d: dict[str, int]) -> None:
         t.on_done.key = _shift_key(t.on_done.key, d)
 
 
-def _shift_runner(r: RoleRunner, d: dict[str, int], shift: float, ring_gens: dict[int, tuple[int, int]]) -> None:
+def _shift_runner(r: RoleRunner, d: dict[str, int], shift: float, opens: dict[int, int],
+                  moved: dict[int, Stage]) -> None:  # fmt: skip
     r.op_start_ns += shift
     d_tile = d.get("tile", 0)
     if d_tile and any(f.var == "tile" for f in r.frames):
@@ -701,20 +716,40 @@ def _shift_runner(r: RoleRunner, d: dict[str, int], shift: float, ring_gens: dic
     for buf, cursor in r.cursors.items():
         ring = r.cta.rings.get(buf)
         if ring is not None:
-            cursor.position += ring_gens[id(ring)][0]
+            cursor.position += opens[id(ring)]
+            if cursor.current is not None:
+                cursor.current = moved.get(id(cursor.current), cursor.current)
+    for held in r.held.values():
+        held[:] = [moved.get(id(st), st) for st in held]
 
 
-def _shift_ring(ring: StageRing, d: dict[str, int], shift: float, gens: tuple[int, int]) -> None:
-    opened, per_stage = gens
-    ring.opened += opened
-    for stage in ring.stages:
-        stage.freed += per_stage
-        if stage.open_gen >= 0:
-            stage.open_gen += per_stage
-            stage.open_ns += shift
-            stage.full_ns += shift
-            _shift_tag(stage.tag, d)
-            stage.key = tag_key(stage.tag) if stage.tag is not None else None
+_STAGE_FIELDS = ("tag", "key", "expected_bytes", "arrivals", "commits", "full", "releases", "expected_releases",
+                 "open_ns", "full_ns")
+
+
+def _shift_ring(ring: StageRing, d: dict[str, int], shift: float, opens: int) -> dict[int, Stage]:
+    """Advance ``ring`` by ``opens`` stage occupancies: each occupant moves to the stage its sequence
+    number lands on. Returns old stage (by id) -> the stage object now holding its occupant."""
+    n = len(ring.stages)
+    ring.opened += opens
+    old = [(st, st.open_gen >= 0, st.index + n * (st.open_gen if st.open_gen >= 0 else st.freed),
+            tuple(getattr(st, f) for f in _STAGE_FIELDS)) for st in ring.stages]  # fmt: skip
+    moved: dict[int, Stage] = {}
+    for st, is_open, seq, values in old:
+        new_seq = seq + opens
+        target = ring.stages[new_seq % n]
+        for f, v in zip(_STAGE_FIELDS, values, strict=True):
+            setattr(target, f, v)
+        target.freed = new_seq // n
+        target.open_gen = new_seq // n if is_open else -1
+        if is_open:
+            target.open_ns += shift
+            target.full_ns += shift
+            if target.tag is not None:
+                target.tag = dict(target.tag)
+                _shift_tag(target.tag, d)
+                target.key = tag_key(target.tag)
+        moved[id(st)] = target
     ring.credits = {_shift_key(k, d): v for k, v in ring.credits.items()}
     for w in ring.waiters:
         _shift_tag(w.ctx, d)
@@ -722,6 +757,7 @@ def _shift_ring(ring: StageRing, d: dict[str, int], shift: float, gens: tuple[in
         if r is ring:
             _shift_tag(tag, d)
             ring.group.pending[i] = (r, cursor, tag, expect, event)
+    return moved
 
 
 def _shift_event_barrier(b: EventBarrier, d_tile: int, periods: int) -> None:
