@@ -14,8 +14,8 @@ from gpusim.schedule.check import Budgets, check_schedule
 from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
-from gpusim.sim.hardware import PIPES, Rates, SimSM
 from gpusim.sim.fastforward import FastForward, Jump
+from gpusim.sim.hardware import PIPES, Rates, SimSM
 from gpusim.sim.interp import Cta, RoleRunner
 from gpusim.sim.l2cache import panel_miss_fractions
 from gpusim.sim.memory import FlowNetwork

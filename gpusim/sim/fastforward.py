@@ -46,8 +46,8 @@ from gpusim.sim.memory import FlowNetwork, NetTimer, Port, Transfer, TransferDon
 from gpusim.sim.servers import FifoServer
 from gpusim.sim.sync import (
     ChunkBuffer,
-    Credit,
     CouplingGroup,
+    Credit,
     EventBarrier,
     NamedBarrier,
     Stage,
@@ -69,28 +69,154 @@ class _Unsupported(Exception):
 # Fields of every simulation class the snapshot reads or knows to be irrelevant. If a class gains a
 # field, the fast-forward cannot know whether it is state, so it stays off (exact run).
 _KNOWN_FIELDS: dict[type, frozenset[str]] = {
-    SimSM: frozenset({"env", "index", "weight", "rates", "net", "record_spans", "servers", "ingress", "egress",
-                      "tensor_flops"}),  # fmt: skip
-    FifoServer: frozenset({"env", "name", "rate_per_ns", "free_at_ns", "busy_ns", "work_done", "spans",
-                           "_last_span"}),  # fmt: skip
-    Port: frozenset({"net", "name", "cap_bytes_per_ns", "weight", "queue", "busy_ns", "bytes_moved", "spans",
-                     "_head_since"}),  # fmt: skip
-    Transfer: frozenset({"bytes", "l2_coef", "hbm_coef", "latency_ns", "weight", "on_done", "done", "remaining",
-                         "rate", "port", "is_write"}),  # fmt: skip
-    FlowNetwork: frozenset({"env", "l2_capacity", "hbm_capacity", "active", "_last_update", "_version",
-                            "hbm_read_bytes", "hbm_write_bytes", "l2_read_bytes", "l2_write_bytes",
-                            "hbm_rate_samples", "l2_rate_samples", "read_rate_samples"}),  # fmt: skip
-    StageRing: frozenset({"env", "name", "producer", "consumer", "stages", "expected_producers",
-                          "expected_releases", "credits", "waiters", "group", "in_use_samples", "sm_index",
-                          "cta_rank", "flows", "stage_log", "opened", "ff"}),  # fmt: skip
-    Stage: frozenset({"index", "freed", "open_gen", "tag", "key", "expected_bytes", "arrivals", "commits", "full",
-                      "releases", "expected_releases", "open_ns", "full_ns"}),  # fmt: skip
-    RoleRunner: frozenset({"cta", "role", "replica", "env", "sm", "rates", "vars", "loop", "queues", "held",
-                           "cursors", "last_mma", "blocked_on", "finished", "warps", "sm_fraction", "name",
-                           "_lookahead", "spans", "frames", "pc", "op_start_ns", "ff"}),  # fmt: skip
-    Cta: frozenset({"env", "sched", "sm", "rank", "units", "wave_offset", "miss", "rings", "chunks", "named",
-                    "events", "turnstiles", "syncthreads", "peers", "pair", "outstanding",
-                    "operand_multicast"}),  # fmt: skip
+    SimSM: frozenset(
+        {
+            "env",
+            "index",
+            "weight",
+            "rates",
+            "net",
+            "record_spans",
+            "servers",
+            "ingress",
+            "egress",
+            "tensor_flops",
+        }
+    ),
+    FifoServer: frozenset(
+        {"env", "name", "rate_per_ns", "free_at_ns", "busy_ns", "work_done", "spans", "_last_span"}
+    ),
+    Port: frozenset(
+        {
+            "net",
+            "name",
+            "cap_bytes_per_ns",
+            "weight",
+            "queue",
+            "busy_ns",
+            "bytes_moved",
+            "spans",
+            "_head_since",
+        }
+    ),
+    Transfer: frozenset(
+        {
+            "bytes",
+            "l2_coef",
+            "hbm_coef",
+            "latency_ns",
+            "weight",
+            "on_done",
+            "done",
+            "remaining",
+            "rate",
+            "port",
+            "is_write",
+        }
+    ),
+    FlowNetwork: frozenset(
+        {
+            "env",
+            "l2_capacity",
+            "hbm_capacity",
+            "active",
+            "_last_update",
+            "_version",
+            "hbm_read_bytes",
+            "hbm_write_bytes",
+            "l2_read_bytes",
+            "l2_write_bytes",
+            "hbm_rate_samples",
+            "l2_rate_samples",
+            "read_rate_samples",
+        }
+    ),
+    StageRing: frozenset(
+        {
+            "env",
+            "name",
+            "producer",
+            "consumer",
+            "stages",
+            "expected_producers",
+            "expected_releases",
+            "credits",
+            "waiters",
+            "group",
+            "in_use_samples",
+            "sm_index",
+            "cta_rank",
+            "flows",
+            "stage_log",
+            "opened",
+            "ff",
+        }
+    ),
+    Stage: frozenset(
+        {
+            "index",
+            "freed",
+            "open_gen",
+            "tag",
+            "key",
+            "expected_bytes",
+            "arrivals",
+            "commits",
+            "full",
+            "releases",
+            "expected_releases",
+            "open_ns",
+            "full_ns",
+        }
+    ),
+    RoleRunner: frozenset(
+        {
+            "cta",
+            "role",
+            "replica",
+            "env",
+            "sm",
+            "rates",
+            "vars",
+            "loop",
+            "queues",
+            "held",
+            "cursors",
+            "last_mma",
+            "blocked_on",
+            "finished",
+            "warps",
+            "sm_fraction",
+            "name",
+            "_lookahead",
+            "spans",
+            "frames",
+            "pc",
+            "op_start_ns",
+            "ff",
+        }
+    ),
+    Cta: frozenset(
+        {
+            "env",
+            "sched",
+            "sm",
+            "rank",
+            "units",
+            "wave_offset",
+            "miss",
+            "rings",
+            "chunks",
+            "named",
+            "events",
+            "turnstiles",
+            "syncthreads",
+            "peers",
+            "pair",
+            "outstanding",
+            "operand_multicast",
+        }
+    ),
     NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),
     EventBarrier: frozenset({"env", "name", "count", "arrivals", "waiters"}),
     Turnstile: frozenset({"env", "name", "members", "token", "done", "waiters"}),
@@ -128,6 +254,7 @@ class Snapshot:
     loops: list[tuple[str, int]]
     ring_counts: list[int]
     acc: list[float]
+    handles: list[tuple[Any, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -138,6 +265,10 @@ class Period:
     loop_delta: dict[str, int]
     ring_delta: list[int]
     acc_delta: list[float]
+    token_delta: list[int] = field(default_factory=list)
+    """Per loop token of the newer snapshot: how far it moved over the period."""
+    limit: int | None = None
+    """At most this many periods (a moving loop value would reach one that stays put)."""
 
 
 @dataclass
@@ -181,6 +312,8 @@ class FastForward:
     """Recent checkpoints per loop key (a period may span several iterations: L2 waves, ping-pong)."""
     _logs: list[tuple[int, dict[tuple, Any]]] = field(default_factory=list)
     _seq: int = 0
+    _frames: dict[tuple, LoopFrame] = field(default_factory=dict)
+    _frame_bound: int = 0
     _log: dict[tuple, Any] = field(default_factory=dict)
     _dyn_cache: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     _checked: bool = False
@@ -207,18 +340,22 @@ class FastForward:
         """``runner`` starts an iteration of ``frame``: checkpoint after this step if it is the anchor."""
         if self.anchor is None or self.anchor.finished:
             self.anchor = runner
-        if runner is self.anchor:
+        if runner is self.anchor and not frame.settled:
             remaining = (frame.stop - 1 - frame.value) // max(1, frame.every)
             if remaining < 2:
                 return
             key = (self._runner_index[id(runner)], id(frame.stmt))
+            self._frames[key] = frame
             if self.pending is None:
                 self.pending = [key]
             else:
                 self.pending.append(key)
 
-    def observe(self, runner: RoleRunner, expr: Any, value: Any) -> None:
-        """An expression was evaluated; remember it if it reads a loop variable or a tile field."""
+    def observe(self, runner: RoleRunner, expr: Any, value: Any, tag_name: str | None = None) -> None:
+        """An expression was evaluated; remember it if it reads a loop variable or a tile field.
+
+        ``tag_name``: the value names an iteration of that loop variable (an ``at:`` override), so
+        over the skipped periods it must move with that variable instead of staying equal."""
         cached = self._dyn_cache.get(id(expr))
         if cached is None:
             names = tuple(sorted(expr.names & self.dynamic_names))
@@ -231,7 +368,8 @@ class FastForward:
             return
         vars_ = runner.vars
         values = tuple(vars_.get(n) for n in names)
-        self._log[("e", id(runner), id(expr), values)] = (runner, expr, value, names, values, cached[1])
+        self._log[("e", id(runner), id(expr), values, tag_name)] = (runner, expr, value, names, values, cached[1],
+                                                                    tag_name)  # fmt: skip
 
     def observe_miss(self, runner: RoleRunner, operand: str | None, tile: int, miss: float) -> None:
         """A read's L2 miss fraction for the wave of ``tile``."""
@@ -271,8 +409,10 @@ class FastForward:
                     continue
                 logs = [lg for seq, lg in self._logs if seq > old.seq]
                 periods = self._periods(period, logs)
+                if periods >= self._frame_bound:
+                    self._frames[key].settled = True  # the loops end before another period fits
                 if periods >= 1:
-                    self._jump(period, periods)
+                    self._jump(period, periods, snap)
                     skipped = periods * (events - old.events)
                     self.skipped_events += skipped
                     self._history.clear()
@@ -290,7 +430,7 @@ class FastForward:
     def _objects(self) -> list[Any]:
         objs: list[Any] = [self.net, *self.sms, *self.rings, *self.runners]
         for sm in self.sms:
-            objs += list(sm.servers.values()) + [sm.ingress, sm.egress]
+            objs += [*sm.servers.values(), sm.ingress, sm.egress]
         ctas = {id(r.cta): r.cta for r in self.runners}
         for cta in ctas.values():
             objs.append(cta)
@@ -307,6 +447,7 @@ class FastForward:
 
     def _periods(self, period: Period, logs: list[dict[tuple, Any]]) -> int:
         d = period.loop_delta
+        self._frame_bound = 0
         bound = math.inf
         for runner in self.runners:
             for frame in runner.frames:
@@ -316,6 +457,9 @@ class FastForward:
                 if step < 0 or step % frame.every:
                     return 0
                 bound = min(bound, (frame.stop - 1 - frame.value) // step)
+        if period.limit is not None:
+            bound = min(bound, period.limit)
+        self._frame_bound = 0 if bound == math.inf else int(bound)
         if bound == math.inf or bound < 1:
             return 0
         for dop in period.ring_delta:
@@ -343,7 +487,7 @@ class FastForward:
 
     # ---- the jump ---------------------------------------------------------------------------------
 
-    def _jump(self, period: Period, periods: int) -> None:
+    def _jump(self, period: Period, periods: int, snap: Snapshot) -> None:
         shift = periods * period.dt
         d = {k: v * periods for k, v in period.loop_delta.items() if v}
         env = self.env
@@ -352,13 +496,14 @@ class FastForward:
         queue = env._queue  # type: ignore[attr-defined]
         queue[:] = [(t + shift, prio, eid, ev) for t, prio, eid, ev in queue]
         heapq.heapify(queue)
+        _move_tokens(snap.handles, period.token_delta, periods)
         opens: dict[int, int] = {}
         moved: dict[int, Stage] = {}
         for ring, dop in zip(self.rings, period.ring_delta, strict=True):
             opens[id(ring)] = dop * periods
-            moved.update(_shift_ring(ring, d, shift, dop * periods))
+            moved.update(_shift_ring(ring, shift, dop * periods))
         for runner in self.runners:
-            _shift_runner(runner, d, shift, opens, moved)
+            _shift_runner(runner, shift, opens, moved)
         for _t, _p, _e, ev in queue:
             for cb in ev.callbacks or ():
                 if type(cb) is StageCallback:
@@ -372,13 +517,7 @@ class FastForward:
                 server.free_at_ns += shift
             for port in (sm.ingress, sm.egress):
                 port._head_since += shift  # type: ignore[union-attr]
-                for t in port.queue:  # type: ignore[union-attr]
-                    _shift_on_done(t, d)
         self.net._last_update += shift
-        for _t, _p, _e, ev in queue:
-            for cb in ev.callbacks or ():
-                if type(cb) is TransferDone:
-                    _shift_on_done(cb.transfer, d)
         for (obj, attr), delta in zip(_accumulators(self), period.acc_delta, strict=True):
             setattr(obj, attr, getattr(obj, attr) + periods * delta)
         label = self.anchor.name if self.anchor is not None else ""
@@ -398,7 +537,12 @@ def _accumulators(ff: FastForward) -> list[tuple[Any, str]]:
         for port in (sm.ingress, sm.egress):
             out += [(port, "busy_ns"), (port, "bytes_moved")]
     net = ff.net
-    out += [(net, "hbm_read_bytes"), (net, "hbm_write_bytes"), (net, "l2_read_bytes"), (net, "l2_write_bytes")]
+    out += [
+        (net, "hbm_read_bytes"),
+        (net, "hbm_write_bytes"),
+        (net, "l2_read_bytes"),
+        (net, "l2_write_bytes"),
+    ]
     return out
 
 
@@ -409,6 +553,8 @@ class _Capture:
         self.struct: list[Any] = []
         self.values: list[float] = []
         self.loops: list[tuple[str, int]] = []
+        self.handles: list[tuple[Any, str]] = []
+        """Parallel to ``loops``: where each loop token lives, to move it in a jump."""
         self.ring_index = {id(r): i for i, r in enumerate(ff.rings)}
         self.holders: dict[int, tuple[int, str]] = {}
         self.cursors: dict[int, tuple[int, str]] = {}
@@ -447,11 +593,12 @@ class _Capture:
         self.values.append(self.now - net._last_update)
         acc = [getattr(o, a) for o, a in _accumulators(ff)]
         return Snapshot(self.now, tuple(s), self.values, self.loops,
-                        [r.opened for r in ff.rings], acc)  # fmt: skip
+                        [r.opened for r in ff.rings], acc, self.handles)  # fmt: skip
 
     # -- pieces --
 
-    def tag(self, tag: dict[str, Any] | None) -> None:
+    def tag(self, tag: dict[str, Any] | None, handle: Any = None) -> None:
+        """A tag's values are loop tokens; ``handle`` says where to move them (default: the dict)."""
         if tag is None:
             self.struct.append(None)
             return
@@ -461,6 +608,7 @@ class _Capture:
             v = tag[k]
             if type(v) is int:
                 self.loops.append((k, v))
+                self.handles.append((handle or ("dict", tag), k))
             else:
                 self.struct.append(v)
 
@@ -505,7 +653,7 @@ class _Capture:
             self.struct.append(None)
         elif type(cb) is Credit:
             self.struct.append(("credit", tuple(self.ring_index[id(r)] for r in cb.rings)))
-            self.tag(dict(cb.key))
+            self.tag(dict(cb.key), ("key", cb, cb.key))
             self.values.append(cb.amount)
         else:
             raise _Unsupported
@@ -516,6 +664,7 @@ class _Capture:
                   tuple((id(f.stmt), f.stop, f.every, f.offset) for f in r.frames)))  # fmt: skip
         for f in r.frames:
             self.loops.append((f.var, f.value))
+            self.handles.append((("frame", f), f.var))
         active = {f.var for f in r.frames}
         # a loop variable left over from a finished loop does not move with the period: it must match
         s.append(tuple(sorted((n, v) for n, v in r.vars.items()
@@ -544,7 +693,13 @@ class _Capture:
             s.append((cta.syncthreads.arrived, self.event(cta.syncthreads.phase_event)))
         for name in sorted(cta.turnstiles):
             t = cta.turnstiles[name]
-            s.append((t.token, tuple(sorted(t.done)), tuple((m, self.event(e)) for m, e in sorted(t.waiters.items()))))
+            s.append(
+                (
+                    t.token,
+                    tuple(sorted(t.done)),
+                    tuple((m, self.event(e)) for m, e in sorted(t.waiters.items())),
+                )
+            )
         for name in sorted(cta.events):
             b = cta.events[name]
             live = sorted(k for k, c in b.arrivals.items() if c < b.count)
@@ -561,6 +716,7 @@ class _Capture:
     def _barrier_key(self, key: tuple) -> None:
         if len(key) == 1 and type(key[0]) is int:
             self.loops.append(("tile", key[0]))
+            self.handles.append((("barrier",), "tile"))
         else:
             self.struct.append(key)
 
@@ -572,14 +728,12 @@ class _Capture:
             is_open = stage.open_gen >= 0
             s.append((_stage_rel(ring, stage), is_open, stage.full, stage.arrivals, stage.commits, stage.releases,
                       stage.expected_releases))  # fmt: skip
-            if is_open:
-                self.values += [stage.expected_bytes, stage.open_ns - self.now]
-                if stage.full:
-                    self.values.append(stage.full_ns - self.now)
+            if is_open:  # open_ns / full_ns only feed the trace's stage log: not state
+                self.values.append(stage.expected_bytes)
                 self.tag(stage.tag)
         s.append(len(ring.credits))
         for key in sorted(ring.credits):
-            self.tag(dict(key))
+            self.tag(dict(key), ("key", ring, key))
             self.values.append(ring.credits[key])
         s.append(len(ring.waiters))
         for w in ring.waiters:
@@ -614,23 +768,46 @@ def _match(old: Snapshot, new: Snapshot) -> Period | None:
     if not np.all(np.abs(a - b) <= _TOL_ABS + _TOL_REL * np.maximum(np.abs(a), np.abs(b))):
         return None
     delta: dict[str, int] = {}
+    fixed: dict[str, set[int]] = {}
+    moving: dict[str, list[int]] = {}
     for (name_a, a), (name_b, b) in zip(old.loops, new.loops, strict=True):
         if name_a != name_b:
             return None
-        step = delta.setdefault(name_a, b - a)
-        if step != b - a:
+        step = b - a
+        if step == 0:
+            fixed.setdefault(name_a, set()).add(b)
+            continue
+        if delta.setdefault(name_a, step) != step:
             return None
+        moving.setdefault(name_a, []).append(b)
+    # A value that stays put (an ``at: {n: NB}`` wait) while others of its name move: the jump must end
+    # before any moving value reaches it (then whatever compares them behaves as in the observed period).
+    limits = []
+    for name, values in fixed.items():
+        step = delta.get(name, 0)
+        for c in values:
+            below = [v for v in values_of(moving, name) if (v <= c if step > 0 else v >= c)]
+            if below:
+                nearest = max(below) if step > 0 else min(below)
+                limits.append((c - nearest) // step - 1)
     ring_delta = [b - a for a, b in zip(old.ring_counts, new.ring_counts, strict=True)]
     acc_delta = [b - a for a, b in zip(old.acc, new.acc, strict=True)]
-    return Period(dt, delta, ring_delta, acc_delta)
+    token_delta = [b - a for (_, a), (_, b) in zip(old.loops, new.loops, strict=True)]
+    return Period(dt, delta, ring_delta, acc_delta, token_delta, min(limits, default=None))
+
+
+def values_of(moving: dict[str, list[int]], name: str) -> list[int]:
+    """The moving values of loop variable ``name`` (empty if none move)."""
+    return moving.get(name, [])
 
 
 # ---- checks that the recorded reads hold over the skipped periods -------------------------------------
 
 
 def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
-    runner, expr, value, names, values, uses_unit = entry
+    runner, expr, value, names, values, uses_unit, tag_name = entry
     d_tile = d.get("tile", 0)
+    moves_by = d.get(tag_name, 0) if tag_name is not None else 0
     moving = [(n, v, d.get(n, 0)) for n, v in zip(names, values, strict=True)
               if d.get(n, 0) and n not in runner.ff.unit_fields]  # fmt: skip
     if not moving and not (uses_unit and d_tile):
@@ -647,9 +824,9 @@ def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
         for n, v, step in moving:
             env[n] = v + m * step
         try:
-            if expr(env) != value:
+            if expr(env) != value + m * moves_by:
                 return m - 1
-        except Exception:  # noqa: BLE001 - an expression that fails at a shifted point ends the jump there
+        except Exception:
             return m - 1
     return periods
 
@@ -680,39 +857,14 @@ def _holds_releases(entry: tuple, d: dict[str, int], periods: int) -> int:
 # ---- shifting the state by whole periods --------------------------------------------------------------
 
 
-def _shift_tag(tag: dict[str, Any] | None, d: dict[str, int]) -> None:
-    if tag is None:
-        return
-    for k, v in tag.items():
-        if k in d and type(v) is int:
-            tag[k] = v + d[k]
-
-
-def _shift_key(key: tuple, d: dict[str, int]) -> tuple:
-    tag = dict(key)
-    _shift_tag(tag, d)
-    return tag_key(tag)
-
-
-def _shift_on_done(t: Transfer, d: dict[str, int]) -> None:
-    if type(t.on_done) is Credit:
-        t.on_done.key = _shift_key(t.on_done.key, d)
-
-
-def _shift_runner(r: RoleRunner, d: dict[str, int], shift: float, opens: dict[int, int],
-                  moved: dict[int, Stage]) -> None:  # fmt: skip
+def _shift_runner(r: RoleRunner, shift: float, opens: dict[int, int], moved: dict[int, Stage]) -> None:
+    """After the loop frames moved: the variables, tile fields, ring cursors and held stages follow."""
     r.op_start_ns += shift
-    d_tile = d.get("tile", 0)
-    if d_tile and any(f.var == "tile" for f in r.frames):
-        tile = r.vars["tile"] + d_tile
-        units = r.cta.units
-        if 0 <= tile < len(units):
-            r.vars.update(units[tile])
-        r.vars["tile"] = tile
     for f in r.frames:
-        f.value += d.get(f.var, 0)
+        if f.var == "tile" and r.vars.get("tile") != f.value and 0 <= f.value < len(r.cta.units):
+            r.vars.update(r.cta.units[f.value])
+    for f in r.frames:
         r.vars[f.var] = f.value
-    _shift_tag(r.loop, d)
     for buf, cursor in r.cursors.items():
         ring = r.cta.rings.get(buf)
         if ring is not None:
@@ -723,11 +875,45 @@ def _shift_runner(r: RoleRunner, d: dict[str, int], shift: float, opens: dict[in
         held[:] = [moved.get(id(st), st) for st in held]
 
 
-_STAGE_FIELDS = ("tag", "key", "expected_bytes", "arrivals", "commits", "full", "releases", "expected_releases",
-                 "open_ns", "full_ns")
+def _move_tokens(handles: list[tuple[Any, str]], deltas: list[int], periods: int) -> None:
+    """Move every loop token by its per-period delta times ``periods``."""
+    keys: dict[int, tuple[Any, tuple, dict[str, int]]] = {}
+    for (handle, name), delta in zip(handles, deltas, strict=True):
+        if not delta:
+            continue
+        kind = handle[0]
+        if kind == "dict":
+            handle[1][name] += delta * periods
+        elif kind == "frame":
+            handle[1].value += delta * periods
+        elif kind == "key":
+            owner, key = handle[1], handle[2]
+            keys.setdefault(id(owner) * 31 + hash(key), (owner, key, {}))[2][name] = delta * periods
+    for owner, key, moves in keys.values():
+        tag = dict(key)
+        for name, x in moves.items():
+            tag[name] += x
+        if isinstance(owner, StageRing):
+            owner.credits[tag_key(tag)] = owner.credits.pop(key)
+        else:
+            owner.key = tag_key(tag)
 
 
-def _shift_ring(ring: StageRing, d: dict[str, int], shift: float, opens: int) -> dict[int, Stage]:
+_STAGE_FIELDS = (
+    "tag",
+    "key",
+    "expected_bytes",
+    "arrivals",
+    "commits",
+    "full",
+    "releases",
+    "expected_releases",
+    "open_ns",
+    "full_ns",
+)
+
+
+def _shift_ring(ring: StageRing, shift: float, opens: int) -> dict[int, Stage]:
     """Advance ``ring`` by ``opens`` stage occupancies: each occupant moves to the stage its sequence
     number lands on. Returns old stage (by id) -> the stage object now holding its occupant."""
     n = len(ring.stages)
@@ -746,17 +932,8 @@ def _shift_ring(ring: StageRing, d: dict[str, int], shift: float, opens: int) ->
             target.open_ns += shift
             target.full_ns += shift
             if target.tag is not None:
-                target.tag = dict(target.tag)
-                _shift_tag(target.tag, d)
                 target.key = tag_key(target.tag)
         moved[id(st)] = target
-    ring.credits = {_shift_key(k, d): v for k, v in ring.credits.items()}
-    for w in ring.waiters:
-        _shift_tag(w.ctx, d)
-    for i, (r, cursor, tag, expect, event) in enumerate(ring.group.pending):
-        if r is ring:
-            _shift_tag(tag, d)
-            ring.group.pending[i] = (r, cursor, tag, expect, event)
     return moved
 
 
@@ -780,4 +957,6 @@ def _shift_event_barrier(b: EventBarrier, d_tile: int, periods: int) -> None:
                 for m in range(1, periods + 1):
                     new.setdefault((k[0] + m * step,), c)
     b.arrivals = new
-    b.waiters = {((k[0] + total,) if len(k) == 1 and type(k[0]) is int else k): v for k, v in b.waiters.items()}
+    b.waiters = {
+        ((k[0] + total,) if len(k) == 1 and type(k[0]) is int else k): v for k, v in b.waiters.items()
+    }

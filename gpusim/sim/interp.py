@@ -73,6 +73,8 @@ class LoopFrame:
     stop: int
     every: int = 1
     offset: int = 0
+    settled: bool = False
+    """Set by the fast-forward once no further whole period fits in this loop instance."""
 
 
 class RoleRunner:
@@ -223,7 +225,9 @@ class RoleRunner:
         """The consumer's loop context with ``at`` overrides applied."""
         ctx = dict(self.loop)
         for key, expr in stmt.args.get("at", {}).items():
-            ctx[key] = self._eval(expr, stmt)
+            ctx[key] = value = expr(self.vars, where=stmt.where)
+            if self.ff is not None:
+                self.ff.observe(self, expr, value, tag_name=key)
         return ctx
 
     def queue(self, name: str) -> deque[simpy.Event]:

@@ -179,7 +179,6 @@ class FlowNetwork:
             self.hbm_read_bytes += t.bytes * t.weight * t.hbm_coef
 
 
-
 @dataclass(slots=True, eq=False)
 class NetTimer:
     """The network's next-completion timer; stale once the rates changed (``version`` moved on)."""
