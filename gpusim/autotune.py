@@ -18,6 +18,7 @@ from gpusim.schedule.load import _read_spec as read_spec
 from gpusim.schedule.load import load_schedule, schedule_path
 from gpusim.schedule.program import walk
 from gpusim.sim.engine import simulate
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 GEMM_PROBLEM_KEYS = ("M", "N", "K", "dtype")
 
@@ -75,10 +76,10 @@ def _tensor_bound_us(sched: Any, arch: Arch) -> float:
 
 
 def search_gemm(
-    arch: Arch, problem: dict[str, Any], deadline_s: float | None = None
+    arch: Arch, problem: dict[str, Any], max_events: int | None = DEFAULT_MAX_EVENTS
 ) -> tuple[Prediction, list[Candidate]]:
     """Simulate the candidate GEMM schedules for ``problem`` on ``arch`` and return the fastest
-    (SimulationTimeout once ``deadline_s``, a ``time.perf_counter()`` value, has passed)."""
+    (SimulationLimitExceeded when one candidate needs more than ``max_events`` events)."""
     unknown = [k for k in problem if k not in GEMM_PROBLEM_KEYS]
     if unknown:
         raise InputError(f"auto:gemm: --set {unknown[0]}: only the problem ({', '.join(GEMM_PROBLEM_KEYS)}) can be "
@@ -101,7 +102,7 @@ def search_gemm(
                 if "SPLITS" in params and sched.launch.num_units >= arch.sm_count:
                     tried.append(Candidate(name, params, None, "skipped: enough tiles without split-K"))
                     continue
-                prediction = summarize(simulate(sched, arch, deadline_s=deadline_s))
+                prediction = summarize(simulate(sched, arch, max_events=max_events))
             except ScheduleRefused as exc:
                 tried.append(Candidate(name, params, None, f"refused: {exc}"))
                 continue

@@ -88,6 +88,13 @@ def predict(
         str | None,
         typer.Option("--window", help="Plot window START_US:END_US (default: ~3 tile periods mid-kernel)."),
     ] = None,
+    exact: Annotated[
+        bool, typer.Option("--exact", help="Simulate every event (no steady-state fast-forward; slower).")
+    ] = False,
+    max_events: Annotated[
+        int | None,
+        typer.Option("--max-events", help="Work limit: events simulated in detail (default 5,000,000)."),
+    ] = None,
 ) -> None:
     """Simulate a schedule on an arch: time, TFLOPS, bandwidth, utilization per unit and the bottleneck."""
     from gpusim.arch import load_arch
@@ -114,9 +121,9 @@ def predict(
             arch or read_spec(schedule_path(schedule)).reference_arch, calibrated=not datasheet
         )
         sched = load_schedule(schedule, arch_obj, overrides)
-        from gpusim.sim.engine import simulate
+        from gpusim.sim.engine import DEFAULT_MAX_EVENTS, simulate
 
-        run = simulate(sched, arch_obj, record=True)
+        run = simulate(sched, arch_obj, record=True, exact=exact, max_events=max_events or DEFAULT_MAX_EVENTS)
         prediction = summarize(run)
         if plot is not None:
             from gpusim.report.plot_timeline import plot_timeline
@@ -262,12 +269,13 @@ def validate_cmd(
     calibrated: Annotated[
         bool, typer.Option("--calibrated", help="Shipped calibrated costs where they exist (the default).")
     ] = False,
-    row_timeout: Annotated[
-        float,
+    max_events: Annotated[
+        int,
         typer.Option(
-            "--row-timeout", help="Skip a row whose prediction takes longer (seconds; 0: no limit)."
+            "--max-events",
+            help="Work limit per simulation in events (0: no limit); a row over it is skipped.",
         ),
-    ] = 20.0,
+    ] = 5_000_000,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes (default: CPU count).")] = 0,
     plot: Annotated[
         str | None, typer.Option("--plot", help="Also write a predicted-vs-measured plot (PNG) here.")
@@ -286,7 +294,7 @@ def validate_cmd(
         costs="datasheet" if datasheet else "calibrated",
         arch_filter=arch,
         jobs=jobs or None,
-        row_timeout_s=row_timeout or None,
+        max_events=max_events or None,
     )
     if plot:
         from gpusim.calibrate.plot import plot_predicted_vs_measured
@@ -313,8 +321,8 @@ def calibrate_cmd(
         typer.Option("--out", help="Write the overlay here (default: archs/calibrated/<id>.yaml)."),
     ] = None,
     max_rows: Annotated[
-        int, typer.Option("--max-rows", help="Fit on at most this many rows (spread evenly).")
-    ] = 14,
+        int, typer.Option("--max-rows", help="Fit on at most this many rows (spread evenly; 0: all).")
+    ] = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -358,7 +366,7 @@ def main() -> None:
         app()
     except GpusimError as exc:
         sys.stderr.write(f"gpusim: error: {exc}\n")
-        sys.exit(2)
+        sys.exit(getattr(exc, "exit_code", 2))
     except KeyboardInterrupt:
         sys.stderr.write("gpusim: interrupted\n")
         sys.exit(130)

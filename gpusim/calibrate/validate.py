@@ -17,6 +17,7 @@ from gpusim.calibrate.measurements import Measurement, read_measurements
 from gpusim.calibrate.predictor import Predictor, Skip
 from gpusim.calibrate.stats import error_pct, error_stats
 from gpusim.errors import UnknownNameError
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 Costs = Literal["datasheet", "calibrated"]
 
@@ -163,12 +164,9 @@ def _reason_key(reason: str | None) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-DEFAULT_ROW_TIMEOUT_S = 20.0
-
-
-def _worker(args: tuple[list[Measurement], Costs, str | None, float | None]) -> tuple[list[RowResult], int]:
-    rows, costs, arch_filter, timeout_s = args
-    predictor = Predictor(timeout_s)
+def _worker(args: tuple[list[Measurement], Costs, str | None, int | None]) -> tuple[list[RowResult], int]:
+    rows, costs, arch_filter, max_events = args
+    predictor = Predictor(max_events)
     return validate_rows(
         rows, costs=costs, arch_filter=arch_filter, predictor=predictor
     ), predictor.simulations
@@ -186,7 +184,7 @@ def _row_key(m: Measurement) -> tuple[Any, ...]:
 
 def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_filter: str | None = None,
                  jobs: int | None = None,
-                 row_timeout_s: float | None = DEFAULT_ROW_TIMEOUT_S) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
+                 max_events: int | None = DEFAULT_MAX_EVENTS) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
     """Read, predict and summarise; the summary carries the wall time and simulation count.
 
     Rows are predicted in ``jobs`` processes (default: the CPU count); rows with the same problem go
@@ -203,16 +201,16 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         for m in rows:
             parts[slot.get(_row_key(m), 0)].append(m)
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            outs = list(pool.map(_worker, [(p, costs, arch_filter, row_timeout_s) for p in parts]))
+            outs = list(pool.map(_worker, [(p, costs, arch_filter, max_events) for p in parts]))
         results = sorted((r for out, _ in outs for r in out), key=lambda r: r.m.index)
         simulations = sum(n for _, n in outs)
     else:
-        results, simulations = _worker((rows, costs, arch_filter, row_timeout_s))
+        results, simulations = _worker((rows, costs, arch_filter, max_events))
     summary = summarize_results(results)
     summary["costs"] = costs
     summary["files"] = [str(p) for p in paths]
     summary["wall_s"] = round(time.perf_counter() - t0, 2)
     summary["predictions_run"] = simulations
     summary["jobs"] = jobs
-    summary["row_timeout_s"] = row_timeout_s
+    summary["max_events"] = max_events
     return results, summary

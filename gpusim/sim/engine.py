@@ -18,6 +18,7 @@ from gpusim.sim.fastforward import FastForward, Jump
 from gpusim.sim.hardware import PIPES, Rates, SimSM
 from gpusim.sim.interp import Cta, RoleRunner
 from gpusim.sim.l2cache import panel_miss_fractions
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.sim.memory import FlowNetwork
 from gpusim.sim.scheduler import ClusterUnit, SmGroup, WorkPlan, plan_work
 from gpusim.sim.sync import ChunkBuffer, EventBarrier, NamedBarrier, StageRing, Turnstile, couple
@@ -46,10 +47,6 @@ class SimRun:
     exact: bool = False
     fast_forward_off: str | None = None
     """Why the fast-forward was off in a run that asked for it (None: it was on, or exact)."""
-
-
-DEFAULT_MAX_EVENTS = 5_000_000
-"""Default limit on events simulated in detail per simulation (simulated work, not wall-clock)."""
 
 
 def _roles_touching(sched: Schedule, buf: str, ops: tuple[str, ...]) -> list[str]:
@@ -348,4 +345,4 @@ def _unit_fields(plan: WorkPlan) -> frozenset[str]:
     return frozenset()
 
 
-__all__ = ["PIPES", "SimRun", "simulate"]
+__all__ = ["DEFAULT_MAX_EVENTS", "PIPES", "SimRun", "simulate"]

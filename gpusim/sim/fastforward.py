@@ -41,9 +41,9 @@ import simpy
 from simpy.events import Condition, Process
 
 from gpusim.sim.hardware import SimSM
-from gpusim.sim.interp import Cta, LoopFrame, RoleRunner
+from gpusim.sim.interp import Cta, LoopFrame, RoleRunner, _span_label
 from gpusim.sim.memory import FlowNetwork, NetTimer, Port, Transfer, TransferDone
-from gpusim.sim.servers import FifoServer
+from gpusim.sim.servers import FifoServer, Span
 from gpusim.sim.sync import (
     ChunkBuffer,
     CouplingGroup,
@@ -515,6 +515,7 @@ class FastForward:
         for sm in self.sms:
             for server in sm.servers.values():
                 server.free_at_ns += shift
+                _split_spans(server, start, shift)
             for port in (sm.ingress, sm.egress):
                 port._head_since += shift  # type: ignore[union-attr]
         self.net._last_update += shift
@@ -857,8 +858,29 @@ def _holds_releases(entry: tuple, d: dict[str, int], periods: int) -> int:
 # ---- shifting the state by whole periods --------------------------------------------------------------
 
 
+def _split_spans(server: FifoServer, start: float, shift: float) -> None:
+    """A recorded busy span that crosses the jump continues after it (its end moves with time)."""
+    if not server.spans:
+        return
+    for span in reversed(server.spans):
+        if span.end_ns <= start:
+            break
+        if span.start_ns >= start:
+            span.start_ns += shift
+            span.end_ns += shift
+        else:
+            server.spans.append(Span(start + shift, span.end_ns + shift, span.name))
+            span.end_ns = start
+    server.spans.sort(key=lambda sp: sp.start_ns)
+    server._last_span = None
+
+
 def _shift_runner(r: RoleRunner, shift: float, opens: dict[int, int], moved: dict[int, Stage]) -> None:
     """After the loop frames moved: the variables, tile fields, ring cursors and held stages follow."""
+    now = r.env.now - shift
+    if r.spans is not None and not r.finished and r.pc is not None and r.op_start_ns < now:
+        r.spans.append((r.op_start_ns, now, _span_label(r.pc)))  # the op in progress, up to the jump
+        r.op_start_ns = now
     r.op_start_ns += shift
     for f in r.frames:
         if f.var == "tile" and r.vars.get("tile") != f.value and 0 <= f.value < len(r.cta.units):
