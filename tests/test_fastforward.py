@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from gpusim.arch import load_arch
 from gpusim.errors import GpusimError, SimulationLimitExceeded
-from gpusim.report.summary import summarize
+from gpusim.summarize import summarize
 from gpusim.report.trace import trace_events
 from gpusim.schedule.load import _read_spec, load_schedule, schedule_path
 from gpusim.sim.engine import simulate
@@ -29,7 +29,7 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "N": st.sampled_from([256, 512]),
             "K": st.sampled_from([2048, 4096, 4000]),
         }
-    ),  # fmt: skip
+    ),
     "gemm_cp_async": st.fixed_dictionaries(
         {
             "M": st.sampled_from([512, 1000]),
@@ -37,7 +37,7 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "K": st.sampled_from([2048, 4096]),
             "STAGES": st.sampled_from([3, 4]),
         }
-    ),  # fmt: skip
+    ),
     "gemm_ws_pingpong": st.fixed_dictionaries(
         {
             "M": st.sampled_from([512, 1024, 1000]),
@@ -45,7 +45,7 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "K": st.sampled_from([4096, 8192, 6000]),
             "STAGES": st.sampled_from([4, 6, 7]),
         }
-    ),  # fmt: skip
+    ),
     "gemm_ws_cooperative": st.fixed_dictionaries(
         {
             "M": st.sampled_from([512, 1024]),
@@ -53,7 +53,7 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "K": st.sampled_from([4096, 8192]),
             "STAGES": st.sampled_from([4, 5]),
         }
-    ),  # fmt: skip
+    ),
     "gemm_tcgen05": st.fixed_dictionaries(
         {
             "M": st.sampled_from([512, 1024]),
@@ -75,7 +75,7 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "seqlen_q": st.sampled_from([2048, 4096, 3000]),
             "causal": st.booleans(),
         }
-    ),  # fmt: skip
+    ),
     "attn_fa2_bwd": st.fixed_dictionaries(
         {
             "batch": st.just(1),
@@ -83,7 +83,7 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "seqlen_q": st.sampled_from([2048, 4096]),
             "causal": st.booleans(),
         }
-    ),  # fmt: skip
+    ),
     "attn_fa3_fwd": st.fixed_dictionaries(
         {
             "batch": st.just(1),
@@ -92,7 +92,7 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "head_dim": st.sampled_from([64, 128, 256]),
             "causal": st.booleans(),
         }
-    ),  # fmt: skip
+    ),
     "attn_fa4_fwd": st.fixed_dictionaries(
         {
             "batch": st.just(1),
@@ -100,7 +100,7 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "seqlen_q": st.sampled_from([4096, 8192]),
             "causal": st.booleans(),
         }
-    ),  # fmt: skip
+    ),
     "mla_decode_flashmla": st.fixed_dictionaries(
         {"batch": st.sampled_from([2, 4, 8]), "seqlen_kv": st.sampled_from([8192, 16384, 10000])}
     ),
@@ -165,6 +165,6 @@ def test_work_limit_counts_events_not_seconds() -> None:
     """Past its event limit a simulation stops with the limit's name, the same on any machine."""
     arch = load_arch("h100")
     sched = load_schedule("gemm_ws_pingpong", arch, {"M": 1024, "N": 1024, "K": 4096})
-    with pytest.raises(SimulationLimitExceeded, match="work limit of 500 events.*--max-events"):
+    with pytest.raises(SimulationLimitExceeded, match=r"work limit of 500 events.*--max-events"):
         simulate(sched, arch, exact=True, max_events=500)
     assert SimulationLimitExceeded.exit_code == 5

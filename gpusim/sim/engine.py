@@ -274,6 +274,7 @@ def simulate(
     group_identical: bool = True,
     exact: bool = False,
     max_events: int | None = DEFAULT_MAX_EVENTS,
+    deadline_s: float | None = None,
 ) -> SimRun:
     """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
 
@@ -281,7 +282,9 @@ def simulate(
     the model); ``exact=True`` simulates every event. ``group_identical`` simulates SM groups with
     identical work once, standing for all of them; turn it off to simulate every SM (slower; the two
     agree, which a test checks). ``max_events`` bounds the events simulated in detail (simulated
-    work, so the same on any machine); past it SimulationLimitExceeded is raised (None: no limit)."""
+    work, so the same on any machine); past it SimulationLimitExceeded is raised (None: no limit).
+    ``deadline_s`` (a ``time.perf_counter()`` value) is an optional wall-clock stop for interactive
+    callers; nothing in gpusim's own commands uses it, since its outcome depends on the machine."""
     budgets = check_schedule(sched, arch)
     start = time.perf_counter()
     plan = plan_work(sched, arch, group_identical=group_identical)
@@ -313,6 +316,9 @@ def simulate(
                 f"{sched.name} on {arch.id}: simulation stopped at its work limit of {limit:,} events "
                 f"(t={env.now / 1000:.1f} us simulated); raise it with --max-events (or max_events=)"
             )
+        if deadline_s is not None and events % 4096 == 0 and time.perf_counter() > deadline_s:
+            raise SimulationLimitExceeded(f"{sched.name} on {arch.id}: simulation stopped at its wall-clock "
+                                          f"deadline after {events:,} events")  # fmt: skip
         if ff is not None and ff.pending is not None:
             skipped += ff.checkpoint(events)
     blocked = [r for r in builder.runners if not r.finished]
