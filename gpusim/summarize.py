@@ -120,6 +120,9 @@ def summarize(
         sim={
             "wall_s": round(run.wall_s, 4),
             "events": run.events,
+            "skipped_events": run.skipped_events,
+            "fast_forwards": len(run.jumps),
+            "exact": run.exact,
             "simulated_sm_groups": len(run.plan.groups),
         },
         timeline=run if keep_timeline else None,
