@@ -313,6 +313,7 @@ class FastForward:
     _logs: list[tuple[int, dict[tuple, Any]]] = field(default_factory=list)
     _seq: int = 0
     _frames: dict[tuple, LoopFrame] = field(default_factory=dict)
+    _cheap: dict[tuple, list[tuple]] = field(default_factory=dict)
     _frame_bound: int = 0
     _log: dict[tuple, Any] = field(default_factory=dict)
     _dyn_cache: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
@@ -391,10 +392,25 @@ class FastForward:
             self._checked = True
             if self.disabled is not None:
                 return 0
+        # A full snapshot is only worth taking where a cheap summary of the state has been seen before.
+        cheap = self._cheap_key()
+        worth = False
+        for key in keys:
+            seen = self._cheap.setdefault(key, [])
+            worth = worth or cheap in seen
+            seen.append(cheap)
+            del seen[:-_MAX_SAME_KEY]
+        if not worth:
+            self._seq += 1
+            self._logs.append((self._seq, self._log))
+            self._log = {}
+            self._trim_logs()
+            return 0
         try:
             snap = _Capture(self).snapshot()
         except _Unsupported:
             self._history.clear()
+            self._cheap.clear()
             self._logs.clear()
             self._log = {}
             return 0
@@ -416,16 +432,34 @@ class FastForward:
                     skipped = periods * (events - old.events)
                     self.skipped_events += skipped
                     self._history.clear()
+                    self._cheap.clear()
                     self._logs.clear()
                     return skipped
         for key in keys:
             history = self._history.setdefault(key, [])
             history.append(_Checkpoint(key, snap, self._seq, events))
             del history[:-_MAX_SAME_KEY]
-        oldest = min(h[0].seq for h in self._history.values())
+        self._trim_logs()
+        return 0
+
+    def _trim_logs(self) -> None:
+        """Forget the reads of intervals older than every checkpoint still in the history."""
+        if not self._history:
+            self._logs.clear()
+            return
+        oldest = min(h[0].seq for h in self._history.values() if h)
         while self._logs and self._logs[0][0] <= oldest:
             self._logs.pop(0)
-        return 0
+
+    def _cheap_key(self) -> tuple:
+        """Where every role is and how full every ring and port is: equal in any two repeating states."""
+        runners = tuple((id(r.pc), r.finished, len(r.frames)) for r in self.runners)
+        rings = tuple(
+            (sum(1 for st in ring.stages if st.open_gen >= 0), sum(st.full for st in ring.stages))
+            for ring in self.rings
+        )
+        ports = tuple(len(sm.ingress.queue) + 7 * len(sm.egress.queue) for sm in self.sms)  # type: ignore[union-attr]
+        return (runners, rings, ports, len(self.env._queue), len(self.net.active))  # type: ignore[attr-defined]
 
     def _objects(self) -> list[Any]:
         objs: list[Any] = [self.net, *self.sms, *self.rings, *self.runners]
