@@ -25,17 +25,27 @@ CASES: list[tuple[str, str, str | None, dict[str, Any], float]] = [
     ("gemm 8192^3 bf16 ping-pong", "gemm_ws_pingpong", "h100", {"M": 8192, "N": 8192, "K": 8192}, 0.1),
     ("gemm 65536^3 bf16 ping-pong", "gemm_ws_pingpong", "h100", {"M": 65536, "N": 65536, "K": 65536}, 0.3),
     *[
-        (f"FA3 fwd 128k hdim {d}{' causal' if c else ''}", "attn_fa3_fwd", "h100",
-         {"batch": 1, "heads": 2048 // d, "seqlen_q": 131072, "head_dim": d, "causal": c}, 0.3)
+        (
+            f"FA3 fwd 128k hdim {d}{' causal' if c else ''}",
+            "attn_fa3_fwd",
+            "h100",
+            {"batch": 1, "heads": 2048 // d, "seqlen_q": 131072, "head_dim": d, "causal": c},
+            0.3,
+        )
         for d in (64, 128, 256)
         for c in (False, True)
-    ],  # fmt: skip
+    ],
     ("FA2 fwd 16k", "attn_fa2_fwd", "a100", {"batch": 1, "heads": 16, "seqlen_q": 16384}, 0.3),
     ("FA2 bwd 16k", "attn_fa2_bwd", "a100", {"batch": 1, "heads": 16, "seqlen_q": 16384}, 0.3),
     ("FlashMLA decode b128 x 64k", "mla_decode_flashmla", "h800", {"batch": 128, "seqlen_kv": 65536}, 0.3),
     ("FA4 fwd 32k", "attn_fa4_fwd", "b200", {"batch": 1, "heads": 16, "seqlen_q": 32768}, 0.3),
-    ("DeepGEMM grouped 8 x 8192x7168x4096", "gemm_fp8_deepgemm", "h800",
-     {"M": 8 * 8192, "N": 7168, "K": 4096, "groups": 8}, 0.3),  # fmt: skip
+    (
+        "DeepGEMM grouped 8 x 8192x7168x4096",
+        "gemm_fp8_deepgemm",
+        "h800",
+        {"M": 8 * 8192, "N": 7168, "K": 4096, "groups": 8},
+        0.3,
+    ),
     ("auto:gemm 8192^3", "auto:gemm", "h100", {"M": 8192, "N": 8192, "K": 8192}, 1.0),
     ("auto:gemm 3000x5000x7000", "auto:gemm", "h100", {"M": 3000, "N": 5000, "K": 7000}, 1.0),
 ]
@@ -93,7 +103,9 @@ def main() -> None:
           f"Python {platform.python_version()}; load average {os.getloadavg()[0]:.1f}; "
           f"reference workload {ref:.3f} s")  # fmt: skip
     print()
-    print("| case | target s | wall s (median) | x reference | events | events skipped | predicted us | peak RSS MB |")
+    print(
+        "| case | target s | wall s (median) | x reference | events | events skipped | predicted us | peak RSS MB |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for label, schedule, arch, problem, target in cases:
         cmd = [sys.executable, __file__, "--repeats", str(args.repeats), "--child",

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from gpusim.arch import load_arch
 from gpusim.errors import GpusimError, SimulationLimitExceeded
-from gpusim.summarize import summarize
 from gpusim.report.trace import trace_events
 from gpusim.schedule.load import _read_spec, load_schedule, schedule_path
 from gpusim.sim.engine import simulate
+from gpusim.summarize import summarize
 
 TOLERANCE = 0.005
 

@@ -49,6 +49,7 @@ from gpusim.sim.sync import (
     CouplingGroup,
     Credit,
     EventBarrier,
+    Land,
     NamedBarrier,
     Stage,
     StageCallback,
@@ -220,7 +221,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),
     EventBarrier: frozenset({"env", "name", "count", "arrivals", "waiters"}),
     Turnstile: frozenset({"env", "name", "members", "token", "done", "waiters"}),
-    ChunkBuffer: frozenset({"env", "name", "landed", "waiters"}),
+    ChunkBuffer: frozenset({"env", "name", "landed", "waiters", "ff"}),
     CouplingGroup: frozenset({"rings", "pending"}),
 }
 
@@ -329,6 +330,8 @@ class FastForward:
         runner.ff = self
         for ring in runner.cta.rings.values():
             ring.ff = self
+        for chunks in runner.cta.chunks.values():
+            chunks.ff = self
         self._checked = False
 
     def add_process(self, process: simpy.Process) -> None:
@@ -375,6 +378,16 @@ class FastForward:
     def observe_miss(self, runner: RoleRunner, operand: str | None, tile: int, miss: float) -> None:
         """A read's L2 miss fraction for the wave of ``tile``."""
         self._log[("m", id(runner.cta), operand, tile)] = (runner.cta, operand, tile, miss)
+
+    def observe_land(self, buffer: ChunkBuffer, chunk: int, tag: dict[str, Any]) -> None:
+        """A chunk landed (the jump lands the skipped periods' chunks too)."""
+        self._log[("l", id(buffer), chunk, tag_key(tag))] = (buffer, chunk, dict(tag))
+
+    def observe_chunk_wait(self, buffer: ChunkBuffer, chunk: int, ctx: dict[str, Any],
+                           matched: dict[str, Any] | None) -> None:  # fmt: skip
+        """A wait on a chunk buffer, and the landed tag it matched at once (None: it blocked)."""
+        self._log[("w", id(buffer), chunk, tag_key(ctx), tag_key(matched) if matched else None)] = (
+            buffer, chunk, dict(ctx), dict(matched) if matched else None)  # fmt: skip
 
     def observe_releases(self, ring: StageRing, tag: dict[str, Any], count: int) -> None:
         """A stage tagged ``tag`` expects ``count`` consumer releases."""
@@ -430,7 +443,7 @@ class FastForward:
                 if periods >= self._frame_bound:
                     self._frames[key].settled = True  # the loops end before another period fits
                 if periods >= 1:
-                    self._jump(period, periods, snap)
+                    self._jump(period, periods, snap, logs)
                     skipped = periods * (events - old.events)
                     self.skipped_events += skipped
                     self._history.clear()
@@ -507,10 +520,14 @@ class FastForward:
         merged: dict[tuple, Any] = {}
         for log in logs:
             merged.update(log)
+        if not _chunk_waits_hold(merged, d):
+            return 0
         for key, entry in merged.items():
             if periods < 1:
                 break
             kind = key[0]
+            if kind in ("l", "w"):
+                continue
             if kind == "e":
                 good = _holds_expr(entry, d, periods)
             elif kind == "m":
@@ -523,7 +540,7 @@ class FastForward:
 
     # ---- the jump ---------------------------------------------------------------------------------
 
-    def _jump(self, period: Period, periods: int, snap: Snapshot) -> None:
+    def _jump(self, period: Period, periods: int, snap: Snapshot, logs: list[dict[tuple, Any]]) -> None:
         shift = periods * period.dt
         d = {k: v * periods for k, v in period.loop_delta.items() if v}
         env = self.env
@@ -544,6 +561,14 @@ class FastForward:
             for cb in ev.callbacks or ():
                 if type(cb) is StageCallback:
                     cb.stage = moved.get(id(cb.stage), cb.stage)
+        for log in logs:  # the chunks the skipped periods landed
+            for key, entry in log.items():
+                if key[0] == "l":
+                    buffer, chunk, tag = entry
+                    landed = buffer.landed.setdefault(chunk, [])
+                    for m in range(1, periods + 1):
+                        landed.append({k: v + m * period.loop_delta.get(k, 0) if type(v) is int else v
+                                       for k, v in tag.items()})  # fmt: skip
         ctas = {id(r.cta): r.cta for r in self.runners}
         for cta in ctas.values():
             for barrier in cta.events.values():
@@ -692,6 +717,9 @@ class _Capture:
             self.struct.append(("credit", tuple(self.ring_index[id(r)] for r in cb.rings)))
             self.tag(dict(cb.key), ("key", cb, cb.key))
             self.values.append(cb.amount)
+        elif type(cb) is Land:
+            self.struct.append(("land", tuple(b.name for b in cb.buffers), cb.chunk))
+            self.tag(cb.tag)
         else:
             raise _Unsupported
 
@@ -721,8 +749,12 @@ class _Capture:
 
     def cta(self, cta: Cta) -> None:
         s = self.struct
-        if any(c.landed or c.waiters for c in cta.chunks.values()):
-            raise _Unsupported
+        for name in sorted(cta.chunks):  # landed tags are checked through the logged waits instead
+            buffer = cta.chunks[name]
+            s.append(len(buffer.waiters))
+            for ctx, chunk, event in buffer.waiters:
+                s.append((chunk, self.event(event)))
+                self.tag(ctx)
         for name in sorted(cta.named):
             b = cta.named[name]
             s.append((b.arrived, self.event(b.phase_event)))
@@ -868,6 +900,53 @@ def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
     return periods
 
 
+def _chunk_waits_hold(merged: dict[tuple, Any], d: dict[str, int]) -> bool:
+    """Waits on chunk buffers behave alike in every skipped period. A tag landed before the period
+    that has moving values must be an earlier period's copy of a landing in the period (so the
+    skipped periods see the same lattice of landed tags) or lie below every wait's moving values."""
+    lands = {(id(e[0]), e[1], tag_key(e[2])) for k, e in merged.items() if k[0] == "l"}
+
+    def earlier_copy(bid: int, chunk: int, tag: dict[str, Any]) -> bool:
+        return any(
+            (bid, chunk, tag_key({k: v + j * d.get(k, 0) if type(v) is int else v for k, v in tag.items()}))
+            in lands
+            for j in (1, 2, 3)
+        )
+
+    lowest: dict[tuple[int, int], dict[str, int]] = {}
+    fixed: dict[tuple[int, int], dict[str, set[Any]]] = {}
+    buffers: dict[int, ChunkBuffer] = {}
+    for buffer, chunk, ctx, matched in (e for k, e in merged.items() if k[0] == "w"):
+        bid = id(buffer)
+        buffers[bid] = buffer
+        if (
+            matched is not None
+            and (bid, chunk, tag_key(matched)) not in lands
+            and any(d.get(k) for k in matched)
+            and not earlier_copy(bid, chunk, matched)
+        ):
+            return False
+        low = lowest.setdefault((bid, chunk), {})
+        same = fixed.setdefault((bid, chunk), {})
+        for k, v in ctx.items():
+            if d.get(k) and type(v) is int:
+                low[k] = min(low.get(k, v), v)
+            elif not d.get(k):
+                same.setdefault(k, set()).add(v)
+    for (bid, chunk), low in lowest.items():
+        for tag in buffers[bid].landed.get(chunk, ()):
+            if (bid, chunk, tag_key(tag)) in lands or not any(d.get(k) for k in tag):
+                continue
+            if earlier_copy(bid, chunk, tag):
+                continue
+            same = fixed[(bid, chunk)]
+            if any(not d.get(k) and v not in same.get(k, ()) for k, v in tag.items()):
+                continue  # a value no wait in the period names (another tile): no shifted wait matches it
+            if any(k in low and type(v) is int and v >= low[k] for k, v in tag.items()):
+                return False
+    return True
+
+
 def _holds_miss(entry: tuple, d: dict[str, int], periods: int) -> int:
     cta, operand, tile, miss = entry
     step = d.get("tile", 0)
@@ -936,11 +1015,15 @@ def _shift_runner(r: RoleRunner, shift: float, opens: dict[int, int], moved: dic
 def _move_tokens(handles: list[tuple[Any, str]], deltas: list[int], periods: int) -> None:
     """Move every loop token by its per-period delta times ``periods``."""
     keys: dict[int, tuple[Any, tuple, dict[str, int]]] = {}
+    done: set[tuple[int, str]] = set()  # a dict seen twice (one context for several chunks) moves once
     for (handle, name), delta in zip(handles, deltas, strict=True):
         if not delta:
             continue
         kind = handle[0]
         if kind == "dict":
+            if (id(handle[1]), name) in done:
+                continue
+            done.add((id(handle[1]), name))
             handle[1][name] += delta * periods
         elif kind == "frame":
             handle[1].value += delta * periods

@@ -319,10 +319,14 @@ class ChunkBuffer:
         self.name = name
         self.landed: dict[int, list[Tag]] = {}
         self.waiters: list[tuple[Tag, int, simpy.Event]] = []
+        self.ff: Any = None
+        """The fast-forward controller, told of every landing and every wait."""
 
     def land(self, tag: Tag, chunk: int) -> None:
         """Chunk ``chunk`` of the stage tagged ``tag`` has landed."""
         self.landed.setdefault(chunk, []).append(dict(tag))
+        if self.ff is not None:
+            self.ff.observe_land(self, chunk, tag)
         still = []
         for ctx, c, event in self.waiters:
             if c == chunk and tag_matches(tag, ctx):
@@ -333,8 +337,13 @@ class ChunkBuffer:
 
     def wait(self, ctx: Tag, chunk: int) -> simpy.Event | None:
         """Wait until chunk ``chunk`` of a stage whose tag ``ctx`` names has landed."""
-        if any(tag_matches(tag, ctx) for tag in self.landed.get(chunk, ())):
-            return None
+        for tag in self.landed.get(chunk, ()):
+            if tag_matches(tag, ctx):
+                if self.ff is not None:
+                    self.ff.observe_chunk_wait(self, chunk, ctx, tag)
+                return None
+        if self.ff is not None:
+            self.ff.observe_chunk_wait(self, chunk, ctx, None)
         event = self.env.event()
         self.waiters.append((dict(ctx), chunk, event))
         return event
