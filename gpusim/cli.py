@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gpusim.compiler import commands as _compiler_commands
 from gpusim.errors import EXIT_CODES_HELP, GpusimError, InputError
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
@@ -30,6 +31,7 @@ archs_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(archs_app, name="archs")
+_compiler_commands.register(app)  # gpusim resources / gpusim check (gpusim/compiler/commands.py)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")]
@@ -164,6 +166,10 @@ def predict(
         typer.Option("--window", help="Plot window START_US:END_US (default: ~3 tile periods mid-kernel)."),
     ] = None,
     quiet: QuietFlag = False,
+    resources: Annotated[
+        str | None,
+        typer.Option("--resources", help="Use a build's registers and shared memory (see `resources`)."),
+    ] = None,
 ) -> None:
     """Simulate a schedule on an arch: time and interval, TFLOPS, bandwidth, utilization per unit, and
     the verdict (where the time goes)."""
@@ -176,9 +182,10 @@ def predict(
         raise InputError("--sm and --window choose what --plot draws; add --plot FILE.png")
     record = trace is not None or plot is not None
     with progress_bar(f"{schedule}: searching", quiet or not schedule.startswith("auto")) as progress:
+        build = _compiler_commands.build_for_predict(schedule, arch, resources) if resources else None
         prediction = api_predict(schedule, arch or None, costs=_costs(calibrated, overlay), record=record,
                                  exact=exact, max_events=max_events or None, on_progress=progress,
-                                 **_overrides(sets))  # fmt: skip
+                                 resources=build, **_overrides(sets))  # fmt: skip
     run = prediction.timeline
     if plot is not None:
         from gpusim.report.plot_timeline import plot_timeline
