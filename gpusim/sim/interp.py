@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -97,7 +98,6 @@ class RoleRunner:
         self.name = f"{role.name}[{replica}]" if role.replicas > 1 else role.name
         self._lookahead: dict[tuple[int, int], list[Stmt]] = {}
         self.spans: list[tuple[float, float, str]] | None = [] if cta.sm.record_spans else None
-        """(start ns, end ns, label) of every op the role spent time in, when recording a trace."""
         self.frames: list[LoopFrame] = []
         """The loops the role is in, outermost first (the fast-forward reads and advances them)."""
         self.pc: Stmt | None = None
@@ -105,6 +105,7 @@ class RoleRunner:
         self.op_start_ns = 0.0
         self.ff: Any = None
         """The fast-forward controller (gpusim.sim.fastforward), or None in an exact run."""
+        """(start ns, end ns, label) of every op the role spent time in, when recording a trace."""
 
     # ---- driver -----------------------------------------------------------------------------------
 
@@ -125,7 +126,7 @@ class RoleRunner:
     def _turnstiles_used(self) -> set[str]:
         from gpusim.schedule.program import walk
 
-        return {s.args["name"] for s, _ in walk(self.role.program) if s.op == "turn"}
+        return {s.args.name for s, _ in walk(self.role.program) if s.op == "turn"}
 
     def _block(self, stmts: tuple[Stmt, ...]) -> Generator[simpy.Event, Any, None]:
         for i, stmt in enumerate(stmts):
@@ -154,12 +155,27 @@ class RoleRunner:
             self.ff.observe(self, expr, value)
         return value
 
+    def count(self, stmt: Stmt, expr: Any, minimum: float = 0, whole: bool = True) -> int:
+        """``stmt.count`` of ``expr`` in this role's variables (told to the fast-forward)."""
+        value = stmt.count(expr, self.vars, minimum=minimum, whole=whole)
+        if self.ff is not None:
+            self.ff.observe(self, expr, value)
+        return value
+
+    def size(self, stmt: Stmt, expr: Any) -> float:
+        """``stmt.size`` of ``expr`` in this role's variables (told to the fast-forward)."""
+        value = self.size(stmt, expr)
+        if self.ff is not None:
+            self.ff.observe(self, expr, value)
+        return value
+
     # ---- control flow ----------------------------------------------------------------------------
 
     def _for(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
-        var = stmt.args["var"]
-        start = int(self._eval(stmt.args["start"], stmt))
-        stop = int(self._eval(stmt.args["stop"], stmt))
+        args = stmt.args
+        var = args.var
+        start = self.count(stmt, args.start, minimum=-math.inf, whole=False)
+        stop = self.count(stmt, args.stop, minimum=-math.inf, whole=False)
         frame = LoopFrame(stmt, var, start, stop)
         self.frames.append(frame)
         while frame.value < frame.stop:
@@ -173,8 +189,9 @@ class RoleRunner:
         self.loop.pop(var, None)
 
     def _tiles(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
-        every = int(self._eval(stmt.args["every"], stmt)) if "every" in stmt.args else 1
-        offset = int(self._eval(stmt.args["offset"], stmt)) if "offset" in stmt.args else 0
+        args = stmt.args
+        every = 1 if args.every is None else self.count(stmt, args.every, minimum=1)
+        offset = 0 if args.offset is None else self.count(stmt, args.offset)
         frame = LoopFrame(stmt, "tile", 0, len(self.cta.units), every, offset)
         self.frames.append(frame)
         while frame.value < frame.stop:
@@ -190,7 +207,7 @@ class RoleRunner:
         self.frames.pop()
 
     def _turn(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
-        name = stmt.args["name"]
+        name = stmt.args.name
         turnstile = self.cta.turnstiles.get(name)
         if turnstile is None:
             raise InputError(f"{stmt.where}: unknown turnstile '{name}'")
@@ -219,7 +236,7 @@ class RoleRunner:
     def context(self, stmt: Stmt) -> Tag:
         """The consumer's loop context with ``at`` overrides applied."""
         ctx = dict(self.loop)
-        for key, expr in stmt.args.get("at", {}).items():
+        for key, expr in getattr(stmt.args, "at", _NO_OVERRIDES).items():
             ctx[key] = value = expr(self.vars, where=stmt.where)
             if self.ff is not None:
                 self.ff.observe(self, expr, value, tag_name=key)
@@ -239,15 +256,15 @@ class RoleRunner:
         if following is None:
             following = []
             for stmt in stmts[index + 1 :]:
-                if stmt.op == "acquire" and stmt.args.get("buf") == buf:
+                if stmt.op == "acquire" and stmt.args.buf == buf:
                     break
-                if stmt.op in ("tma_load", "cp_async") and stmt.args.get("buf") == buf:
+                if stmt.op in ("tma_load", "cp_async") and stmt.args.buf == buf:
                     following.append(stmt)
             self._lookahead[key] = following
         total = 0.0
         for stmt in following:
             if stmt.guard is None or self._eval(stmt.guard, stmt):
-                total += float(self._eval(stmt.args["bytes"], stmt))
+                total += self.size(stmt, stmt.args.bytes)
         return total
 
     def transfer(self, nbytes: float, *, operand: str | None, write: bool, tma: bool = False,
@@ -263,13 +280,16 @@ class RoleRunner:
         return self.sm.transfer(nbytes, miss=miss, write=write, tma=tma, on_done=on_done)
 
 
+_NO_OVERRIDES: dict[str, Any] = {}
+
+
 def _span_label(stmt: Stmt) -> str:
     """A short trace label: the op and what it names (``wait ab``, ``cuda softmax``, ``mma wgmma``)."""
     if stmt.label:
         return stmt.label
     args = stmt.args
-    target = (
-        args.get("buf") or args.get("bar") or args.get("queue") or args.get("mix") or args.get("unit") or ""
+    target = next(
+        (v for v in (getattr(args, f, None) for f in ("buf", "bar", "queue", "mix", "unit")) if v), ""
     )
     return f"{stmt.op} {target}".strip()
 
@@ -278,7 +298,7 @@ def _span_label(stmt: Stmt) -> str:
 
 
 def _acquire(rr: RoleRunner, stmt: Stmt, stmts: tuple[Stmt, ...], i: int) -> simpy.Event | None:
-    buf = stmt.args["buf"]
+    buf = stmt.args.buf
     ring = rr.ring(stmt, buf)
     cursor = rr.cursors.setdefault(buf, Cursor())
     expect = rr.expected_bytes(stmts, i, buf) if ring.producer in ("tma", "cp_async") else 0.0
@@ -289,7 +309,7 @@ def _acquire(rr: RoleRunner, stmt: Stmt, stmts: tuple[Stmt, ...], i: int) -> sim
 
 
 def _commit(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    buf = stmt.args["buf"]
+    buf = stmt.args.buf
     ring = rr.ring(stmt, buf)
     cursor = rr.cursors.get(buf)
     if cursor is None:
@@ -301,8 +321,8 @@ def _commit(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
 
 def _wait(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     ctx = rr.context(stmt)
-    if "bar" in stmt.args:
-        name = stmt.args["bar"]
+    if stmt.args.bar is not None:
+        name = stmt.args.bar
         barrier = rr.cta.events.get(name)
         if barrier is None:
             raise InputError(f"{stmt.where}: '{name}' is not an event barrier")
@@ -313,9 +333,9 @@ def _wait(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
         if event is not None:
             rr.blocked_on = f"{stmt.where} (event '{name}' for tile {tile})"
         return event
-    buf = stmt.args["buf"]
+    buf = stmt.args.buf
     if buf in rr.cta.chunks:
-        chunk = int(rr._eval(stmt.args["chunk"], stmt)) if "chunk" in stmt.args else 0
+        chunk = 0 if stmt.args.chunk is None else rr.count(stmt, stmt.args.chunk)
         event = rr.cta.chunks[buf].wait(ctx, chunk)
         if event is not None:
             rr.blocked_on = f"{stmt.where} (chunk {chunk} of '{buf}' for {ctx})"
@@ -329,18 +349,18 @@ def _wait(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 
 def _release(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    buf = stmt.args["buf"]
+    buf = stmt.args.buf
     if buf in rr.cta.chunks:
         return None
     ring = rr.ring(stmt, buf)
-    keep = int(rr._eval(stmt.args["keep"], stmt)) if "keep" in stmt.args else 0
+    keep = 0 if stmt.args.keep is None else rr.count(stmt, stmt.args.keep)
     holder = rr.held.setdefault(buf, [])
     ring.release(holder, keep, after=rr.last_mma if ring.consumer == "umma" else None)
     return None
 
 
 def _arrive(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    name = stmt.args["bar"]
+    name = stmt.args.bar
     if name in rr.cta.named:
         rr.cta.named[name].arrive(rr.warps)
         return None
@@ -352,7 +372,7 @@ def _arrive(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 
 def _sync(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    name = stmt.args["bar"]
+    name = stmt.args.bar
     barrier = rr.cta.named.get(name)
     if barrier is None:
         raise InputError(f"{stmt.where}: '{name}' is not a named barrier")
@@ -374,36 +394,38 @@ def _syncthreads(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 
 def _wait_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    q = rr.queue(stmt.args["queue"])
-    pending = max(0, int(rr._eval(stmt.args["pending"], stmt)))
+    q = rr.queue(stmt.args.queue)
+    pending = rr.count(stmt, stmt.args.pending)
     while q and q[0].processed:
         q.popleft()
     if len(q) <= pending:
         return None
     waits = [q.popleft() for _ in range(len(q) - pending)]
-    rr.blocked_on = f"{stmt.where} (async queue '{stmt.args['queue']}': {len(waits) + pending} in flight)"
+    rr.blocked_on = f"{stmt.where} (async queue '{stmt.args.queue}': {len(waits) + pending} in flight)"
     return waits[-1] if len(waits) == 1 else rr.env.all_of(waits)
 
 
 def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    buf = stmt.args["buf"]
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
-    multicast = int(rr._eval(stmt.args["multicast"], stmt)) if "multicast" in stmt.args else 1
-    operand = stmt.args.get("operand")
+    args = stmt.args
+    buf = args.buf
+    nbytes = rr.size(stmt, args.bytes)
+    multicast = 1 if args.multicast is None else rr.count(stmt, args.multicast, minimum=1)
+    operand = args.operand
     cta = rr.cta
     share = nbytes / multicast
     receivers = cta.peers.get(operand, [cta]) if multicast > 1 and operand else [cta]
     if buf in cta.chunks:
         ctx = rr.context(stmt)
-        if "chunks" in stmt.args:
-            lo, hi = (int(rr._eval(e, stmt)) for e in stmt.args["chunks"])
+        if args.chunks is not None:
+            lo, hi = (rr.count(stmt, e) for e in args.chunks)
         else:
-            lo = int(rr._eval(stmt.args["chunk"], stmt)) if "chunk" in stmt.args else 0
+            lo = 0 if args.chunk is None else rr.count(stmt, args.chunk)
             hi = lo + 1
         per_chunk = share / max(1, hi - lo)
         for c in range(lo, hi):
             buffers = [r.chunks[buf] for r in receivers]
-            rr.transfer(per_chunk, operand=operand, write=False, tma=True, on_done=Land(buffers, ctx, c))
+            rr.transfer(per_chunk, operand=operand, write=False, tma=True,
+                        on_done=Land(buffers, ctx, c))  # fmt: skip
         return None
     cursor = rr.cursors.get(buf)
     if cursor is None or cursor.current is None:
@@ -412,59 +434,60 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
         )
     key = cursor.current.key
     rings = [r.rings[buf] for r in receivers]
-    rr.transfer(share, operand=operand, write=False, tma=True, on_done=Credit(rings, key, share))
+    rr.transfer(share, operand=operand, write=False, tma=True,
+                on_done=Credit(rings, key, share))  # fmt: skip
     return None
 
 
 def _tma_store(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    nbytes = rr.size(stmt, stmt.args.bytes)
     rr.queue("tma_store").append(rr.transfer(nbytes, operand=None, write=True))
 
 
 def _cp_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
-    buf = stmt.args.get("buf")
+    nbytes = rr.size(stmt, stmt.args.bytes)
+    buf = stmt.args.buf
     ring = rr.cta.rings.get(buf) if buf else None
     on_done = None
     if ring is not None and ring.producer == "cp_async":
         cursor = rr.cursors.get(buf)  # type: ignore[arg-type]
         if cursor is None or cursor.current is None:
             raise InputError(f"{stmt.where}: cp_async into '{buf}' before an acquire of it")
-        on_done = Credit([ring], cursor.current.key, nbytes)
-    rr.queue("cp_async").append(
-        rr.transfer(nbytes, operand=stmt.args.get("operand"), write=False, on_done=on_done)
-    )
+        key = cursor.current.key
+        on_done = Credit([ring], key, nbytes)
+    rr.queue("cp_async").append(rr.transfer(nbytes, operand=stmt.args.operand, write=False, on_done=on_done))
 
 
 def _ldg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
-    rr.queue("ldg").append(rr.transfer(nbytes, operand=stmt.args.get("operand"), write=False))
+    nbytes = rr.size(stmt, stmt.args.bytes)
+    rr.queue("ldg").append(rr.transfer(nbytes, operand=stmt.args.operand, write=False))
 
 
 def _stg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    nbytes = rr.size(stmt, stmt.args.bytes)
     rr.cta.outstanding.append(rr.transfer(nbytes, operand=None, write=True))
 
 
 def _reduce(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    nbytes = rr.size(stmt, stmt.args.bytes)
     return rr.transfer(nbytes, operand=None, write=True)
 
 
 def _smem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    nbytes = rr.size(stmt, stmt.args.bytes)
     event = rr.sm.smem_access(nbytes, label=stmt.op)
-    if "async" in stmt.args and rr._eval(stmt.args["async"], stmt):
+    if stmt.op == "lds" and stmt.args.async_ is not None and rr._eval(stmt.args.async_, stmt):
         rr.queue("lds").append(event)  # software-pipelined fragment loads: complete via wait_async lds
         return None
     return event
 
 
 def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    unit = stmt.args["unit"]
-    m, n, k = (float(rr._eval(e, stmt)) for e in stmt.args["mnk"])
-    dtype = rr.cta.sched.mma_dtype(stmt.args.get("dtype"), rr.vars)
-    cta_group = int(rr._eval(stmt.args["cta_group"], stmt)) if "cta_group" in stmt.args else 1
+    args = stmt.args
+    unit = args.unit
+    m, n, k = (rr.size(stmt, e) for e in args.mnk)
+    dtype = rr.cta.sched.mma_dtype(args.dtype, rr.vars)
+    cta_group = 1 if args.cta_group is None else rr.count(stmt, args.cta_group, minimum=1)
     label = stmt.label or f"{unit} {int(m)}x{int(n)}x{int(k)}"
     event, synchronous = rr.sm.mma(unit, dtype, (m, n, k), warps=rr.warps, cta_group=cta_group,
                                    pair=rr.cta.pair, label=label, where=stmt.where)  # fmt: skip
@@ -477,7 +500,7 @@ def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 
 def _tmem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    nbytes = rr.size(stmt, stmt.args.bytes)
     event = rr.sm.tmem_access(nbytes, label=stmt.op)
     if stmt.op == "tmem_load":
         rr.queue("tmem_ld").append(event)
@@ -486,16 +509,17 @@ def _tmem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 
 def _cuda(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
-    elems = float(rr._eval(stmt.args["elems"], stmt))
-    if "mix" in stmt.args:
-        mix = rr.cta.sched.mixes.get(stmt.args["mix"])
+    args = stmt.args
+    elems = rr.size(stmt, args.elems)
+    if args.mix is not None:
+        mix = rr.cta.sched.mixes.get(args.mix)
         if mix is None:
             raise InputError(
-                f"{stmt.where}: unknown mix '{stmt.args['mix']}'; known: {', '.join(rr.cta.sched.mixes)}"
+                f"{stmt.where}: unknown mix '{args.mix}'; known: {', '.join(rr.cta.sched.mixes)}"
             )
     else:
-        mix = stmt.args["ops"]
-    label = stmt.label or (stmt.args.get("mix") or "cuda")
+        mix = args.ops
+    label = stmt.label or (args.mix or "cuda")
     return rr.sm.cuda(elems, mix, warps=rr.warps, label=label)
 
 
