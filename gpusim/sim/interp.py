@@ -164,7 +164,7 @@ class RoleRunner:
 
     def size(self, stmt: Stmt, expr: Any) -> float:
         """``stmt.size`` of ``expr`` in this role's variables (told to the fast-forward)."""
-        value = self.size(stmt, expr)
+        value = stmt.size(expr, self.vars)
         if self.ff is not None:
             self.ff.observe(self, expr, value)
         return value
