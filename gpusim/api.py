@@ -28,6 +28,7 @@ from gpusim.schedule.ir import Schedule
 from gpusim.schedule.load import builtin_schedule_names, read_spec, resolve
 from gpusim.schedule.load import load_schedule as resolve_file
 from gpusim.schedule.schema import ScheduleSpec
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.summarize import predict_resolved
 
 ScheduleLike = str | Path | ScheduleSpec | Schedule
@@ -91,6 +92,7 @@ def predict(
     exact: bool = False,
     attribute: bool = True,
     deadline_s: float | None = None,
+    max_events: int | None = DEFAULT_MAX_EVENTS,
     on_progress: Callable[[int, int], None] | None = None,
     resources: Any = None,
     **problem: Any,
@@ -106,6 +108,8 @@ def predict(
     - ``exact``: simulate every event instead of fast-forwarding repeated periods (where supported).
     - ``attribute``: compute the critical-path attribution and verdict (off: time-only, faster).
     - ``deadline_s``: a ``time.perf_counter()`` value past which the simulation stops (LimitExceeded).
+    - ``max_events``: the work limit, events simulated in detail per simulation (LimitExceeded past
+      it; the same on any machine, unlike ``deadline_s``; None: no limit).
     - ``on_progress(done, total)``: called as an ``auto:*`` search goes (progress bars).
     - ``resources``: a build of the kernel (a path gpusim.compiler.inspect_file reads, or its
       BuildReport): its compiled registers and shared memory replace the schedule's budgets for
@@ -117,18 +121,19 @@ def predict(
     arch_obj = load_arch(arch if arch is not None else reference_arch(schedule), costs=costs)
     if isinstance(schedule, str) and schedule.startswith("auto"):
         return _predict_auto(schedule, arch_obj, problem, record=record, exact=exact, attribute=attribute,
-                             deadline_s=deadline_s, on_progress=on_progress)  # fmt: skip
+                             deadline_s=deadline_s, max_events=max_events, on_progress=on_progress)  # fmt: skip
     sched = _resolve_schedule(schedule, arch_obj, problem)
     if resources is not None:  # a real build's registers and shared memory (gpusim/compiler/with_build.py)
         from gpusim.compiler.with_build import schedule_with_build
 
         sched, _ = schedule_with_build(sched, arch_obj, resources)
     return predict_resolved(sched, arch_obj, record=record, exact=exact, attribute=attribute,
-                            deadline_s=deadline_s)  # fmt: skip
+                            deadline_s=deadline_s, max_events=max_events)  # fmt: skip
 
 
 def _predict_auto(kind: str, arch: Arch, problem: dict[str, Any], *, record: bool, exact: bool, attribute: bool,
-                  deadline_s: float | None, on_progress: Callable[[int, int], None] | None) -> Prediction:  # fmt: skip
+                  deadline_s: float | None, on_progress: Callable[[int, int], None] | None,
+                  max_events: int | None = DEFAULT_MAX_EVENTS) -> Prediction:  # fmt: skip
     if kind not in AUTO_KINDS:
         raise InputError(f"unknown search '{kind}'; known: {', '.join(AUTO_KINDS)}")
     if kind in ("auto:attn", "auto:attention"):
@@ -137,15 +142,17 @@ def _predict_auto(kind: str, arch: Arch, problem: dict[str, Any], *, record: boo
         choice, problem = tune_attention(arch, problem)
         sched = _resolve_schedule(choice["schedule"], arch, {**problem, **choice["params"]})
         best = predict_resolved(sched, arch, record=record, exact=exact, attribute=attribute,
-                                deadline_s=deadline_s, interval_name=kind)  # fmt: skip
+                                deadline_s=deadline_s, max_events=max_events, interval_name=kind)  # fmt: skip
         return dataclasses.replace(best, schedule=kind, choice=choice)
-    best, _ = search_gemm(arch, problem, deadline_s, exact=exact, on_candidate=on_progress)
+    best, _ = search_gemm(
+        arch, problem, deadline_s, exact=exact, on_candidate=on_progress, max_events=max_events
+    )
     choice = best.choice or {}
     full_problem = {**default_gemm_problem(arch), **problem}
     if attribute or record:
         sched = _resolve_schedule(choice["schedule"], arch, {**full_problem, **choice["params"]})
         best = predict_resolved(sched, arch, record=record, exact=exact, attribute=attribute,
-                                deadline_s=deadline_s, interval_name=kind)  # fmt: skip
+                                deadline_s=deadline_s, max_events=max_events, interval_name=kind)  # fmt: skip
     return dataclasses.replace(best, schedule=kind, choice=choice)
 
 

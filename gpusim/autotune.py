@@ -16,6 +16,7 @@ from gpusim.errors import InputError, ScheduleRefused
 from gpusim.result import Prediction
 from gpusim.schedule.load import load_schedule, read_spec
 from gpusim.schedule.program import walk
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.summarize import predict_resolved
 
 GEMM_PROBLEM_KEYS = ("M", "N", "K", "dtype")
@@ -90,6 +91,7 @@ def search_gemm(
     deadline_s: float | None = None,
     *,
     exact: bool = False,
+    max_events: int | None = DEFAULT_MAX_EVENTS,
     on_candidate: Any = None,
 ) -> tuple[Prediction, list[Candidate]]:
     """Simulate the candidate GEMM schedules for ``problem`` on ``arch`` (with the costs it carries)
@@ -121,7 +123,9 @@ def search_gemm(
             if "SPLITS" in params and sched.launch.num_units >= arch.sm_count:
                 tried.append(Candidate(name, params, None, "skipped: enough tiles without split-K"))
                 continue
-            prediction = predict_resolved(sched, arch, attribute=False, exact=exact, deadline_s=deadline_s)
+            prediction = predict_resolved(
+                sched, arch, attribute=False, exact=exact, deadline_s=deadline_s, max_events=max_events
+            )
         except ScheduleRefused as exc:
             tried.append(Candidate(name, params, None, f"refused: {exc}"))
             continue

@@ -15,6 +15,7 @@ import typer
 
 from gpusim.compiler import commands as _compiler_commands
 from gpusim.errors import EXIT_CODES_HELP, GpusimError, InputError
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 app = typer.Typer(
     name="gpusim",
@@ -147,6 +148,10 @@ def predict(
     exact: Annotated[
         bool, typer.Option("--exact", help="Simulate every event (no fast-forward of repeated periods).")
     ] = False,
+    max_events: Annotated[
+        int,
+        typer.Option("--max-events", help="Work limit: events simulated in detail per simulation (0: none)."),
+    ] = DEFAULT_MAX_EVENTS,
     trace: Annotated[
         str | None, typer.Option("--trace", help="Write a Chrome/Perfetto trace JSON here.")
     ] = None,
@@ -179,7 +184,8 @@ def predict(
     with progress_bar(f"{schedule}: searching", quiet or not schedule.startswith("auto")) as progress:
         build = _compiler_commands.build_for_predict(schedule, arch, resources) if resources else None
         prediction = api_predict(schedule, arch or None, costs=_costs(calibrated, overlay), record=record,
-                                 exact=exact, on_progress=progress, resources=build, **_overrides(sets))  # fmt: skip
+                                 exact=exact, max_events=max_events or None, on_progress=progress,
+                                 resources=build, **_overrides(sets))  # fmt: skip
     run = prediction.timeline
     if plot is not None:
         from gpusim.report.plot_timeline import plot_timeline
@@ -398,12 +404,13 @@ def validate_cmd(
     files: FilesArg,
     arch: Annotated[str | None, typer.Option("--arch", "-a", help="Only rows of this arch.")] = None,
     calibrated: CalibratedFlag = True,
-    row_timeout: Annotated[
-        float,
+    max_events: Annotated[
+        int,
         typer.Option(
-            "--row-timeout", help="Skip a row whose prediction takes longer (seconds; 0: no limit)."
+            "--max-events",
+            help="Work limit per simulation in events simulated in detail (0: none); a row over it is skipped.",
         ),
-    ] = 20.0,
+    ] = DEFAULT_MAX_EVENTS,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes (default: CPU count).")] = 0,
     plot: Annotated[
         str | None, typer.Option("--plot", help="Also write a predicted-vs-measured plot (PNG) here.")
@@ -424,7 +431,7 @@ def validate_cmd(
     costs = "calibrated" if calibrated else "datasheet"
     with progress_bar("validate: rows", quiet) as progress:
         results, summary = run_validate(files, costs=costs, arch_filter=arch, jobs=jobs or None,
-                                        row_timeout_s=row_timeout or None, on_progress=progress)  # fmt: skip
+                                        max_events=max_events or None, on_progress=progress)  # fmt: skip
     if plot:
         from gpusim.calibrate.plot import plot_predicted_vs_measured
 
@@ -462,8 +469,11 @@ def calibrate_cmd(
         ),
     ] = None,
     max_rows: Annotated[
-        int, typer.Option("--max-rows", help="Fit on at most this many rows (spread evenly).")
-    ] = 14,
+        int,
+        typer.Option(
+            "--max-rows", help="Fit on at most this many rows (spread evenly; 0: every usable row)."
+        ),
+    ] = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
     as_json: JsonFlag = False,
     quiet: QuietFlag = False,

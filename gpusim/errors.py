@@ -61,8 +61,15 @@ class LimitExceeded(GpusimError):
     exit_code = 5
 
 
-class SimulationTimeout(LimitExceeded):
-    """A simulation ran past the wall-clock limit its caller gave it."""
+class SimulationLimitExceeded(LimitExceeded):
+    """A simulation needed more simulated work (events) than its limit (exit status 5).
+
+    The limit counts simulated events, never wall-clock time, so the same command stops (or not) on
+    any machine. The message names the limit and how to raise it."""
+
+
+SimulationTimeout = SimulationLimitExceeded
+"""Former name (the limit used to be wall-clock)."""
 
 
 EXIT_CODES_HELP = (

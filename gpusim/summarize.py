@@ -16,6 +16,7 @@ from gpusim.report.attribution import attribute
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.sim.engine import SimRun, simulate
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 _SIMULATE_TAKES_EXACT = "exact" in inspect.signature(simulate).parameters
 
@@ -30,6 +31,7 @@ def predict_resolved(
     exact: bool = False,
     attribute: bool = True,
     deadline_s: float | None = None,
+    max_events: int | None = DEFAULT_MAX_EVENTS,
     interval_name: str | None = None,
 ) -> Prediction:
     """Simulate ``sched`` on ``arch`` (whose calibration block says which costs) and summarize.
@@ -38,7 +40,11 @@ def predict_resolved(
     the prediction is time-only (faster; for fits and searches). ``record`` keeps the simulation on
     ``Prediction.timeline`` for traces and plots. ``interval_name`` is the name whose family picks the
     interval's residuals (default: the schedule's name)."""
-    kwargs: dict[str, Any] = {"record": record or attribute, "deadline_s": deadline_s}
+    kwargs: dict[str, Any] = {
+        "record": record or attribute,
+        "deadline_s": deadline_s,
+        "max_events": max_events,
+    }
     if _SIMULATE_TAKES_EXACT:
         kwargs["exact"] = exact
     run = simulate(sched, arch, **kwargs)
@@ -114,6 +120,9 @@ def summarize(
         sim={
             "wall_s": round(run.wall_s, 4),
             "events": run.events,
+            "skipped_events": run.skipped_events,
+            "fast_forwards": len(run.jumps),
+            "exact": run.exact,
             "simulated_sm_groups": len(run.plan.groups),
         },
         timeline=run if keep_timeline else None,

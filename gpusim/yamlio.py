@@ -11,8 +11,9 @@ import yaml
 from gpusim.errors import InputError
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads ``1e12`` and ``3.35e12`` as floats, as YAML 1.2 does."""
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """SafeLoader (libyaml's parser when present: ~10x faster) that also reads ``1e12`` and ``3.35e12``
+    as floats, as YAML 1.2 does."""
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         """Construct a value; a scalar that cannot be converted (``!!float abc``, ``2024-13-01``) is a YAML error."""

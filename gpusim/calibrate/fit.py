@@ -35,13 +35,12 @@ from gpusim.errors import InputError
 PRIOR_WEIGHT = 0.05
 STEP = 0.10
 MAX_ITERS = 3
-FIT_BUDGET_US = 60_000.0
-"""Measured GPU time (us) the fit rows may add up to, times (parameters + 1) x iterations: simulation
-cost grows with the kernel's length, so this bounds the fit's run time without depending on the speed
-of the machine (the fit stays deterministic)."""
-MAX_FIT_ROWS = 14
-LONG_KERNEL_US = 5_000.0
-"""Rows whose measured kernel takes longer are left out of the fit (slow to simulate)."""
+FIT_BUDGET_US: float | None = None
+"""Optional cap on the measured GPU time (us) the fit rows may add up to, times (parameters + 1) x
+iterations. None: every usable row is fitted (the fast-forward makes a prediction's cost independent
+of the kernel's length)."""
+MAX_FIT_ROWS = 0
+"""0: no cap on the rows per arch."""
 
 
 @dataclass
@@ -87,10 +86,8 @@ def _select(rows: list[Measurement], arch_id: str, max_rows: int) -> tuple[list[
             measured_time_us(m)
         except (UnknownNameError, ValueError, KeyError):
             continue
-        if measured_time_us(m) > LONG_KERNEL_US:
-            continue
         usable.append(m)
-    if len(usable) <= max_rows:
+    if not max_rows or len(usable) <= max_rows:
         return usable, len(usable)
     ordered = sorted(usable, key=lambda m: (family_of(m.schedule), measured_time_us(m), m.index))
     picks = sorted({round(i * (len(ordered) - 1) / (max_rows - 1)) for i in range(max_rows)})
@@ -151,7 +148,7 @@ def _within_budget(rows: list[FitRow], n_params: int) -> list[FitRow]:
                 continue
             fr = per_family[fam][rank]
             cost = seconds.get(fr.m.index, 0.0) * factor
-            if rank >= 3 and spent + cost > FIT_BUDGET_US:
+            if FIT_BUDGET_US is not None and rank >= 3 and spent + cost > FIT_BUDGET_US:
                 continue
             kept.append(fr)
             spent += cost

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import difflib
 import re
-import time
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.calibrate.measurements import Measurement
-from gpusim.errors import DeadlockError, GpusimError, ScheduleRefused, SimulationTimeout, UnknownNameError
+from gpusim.errors import DeadlockError, GpusimError, LimitExceeded, ScheduleRefused, UnknownNameError
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 
 class Skip(Exception):
@@ -98,33 +98,33 @@ def _cal_key(arch: Arch) -> tuple[Any, ...]:
 class Predictor:
     """Predictions of rows, cached by (arch costs, schedule, problem) within one run.
 
-    ``timeout_s`` bounds one prediction (search or simulation); a row that takes longer is skipped
-    with that reason (the simulator checks a wall-clock deadline as it runs).
+    ``max_events`` bounds the simulated work of one simulation (events simulated in detail, not
+    seconds: the same rows are predicted on any machine); a row that needs more is skipped with that
+    reason.
     """
 
-    def __init__(self, timeout_s: float | None = None, on_simulation: Any = None) -> None:
+    def __init__(self, max_events: int | None = DEFAULT_MAX_EVENTS, on_simulation: Any = None) -> None:
         self.cache: dict[tuple[Any, ...], PartPrediction | str] = {}
         self.simulations = 0
-        self.timeout_s = timeout_s
+        self.max_events = max_events
         self.on_simulation = on_simulation
         """Called as ``on_simulation(count, 0)`` after each prediction run (progress bars)."""
 
     def part(self, schedule: str, arch: Arch, problem: dict[str, Any],
              pinned: tuple[str, tuple[tuple[str, Any], ...]] | None = None) -> PartPrediction:  # fmt: skip
-        """One schedule's prediction, within the time limit."""
-        deadline = time.perf_counter() + self.timeout_s if self.timeout_s else None
+        """One schedule's prediction, within the work limit."""
         try:
-            return self._part(schedule, arch, problem, pinned, deadline)
-        except SimulationTimeout:
+            return self._part(schedule, arch, problem, pinned)
+        except LimitExceeded:
             key = (_cal_key(arch), schedule, tuple(sorted(problem.items())), pinned)
-            reason = (f"{schedule}: prediction took over {self.timeout_s:g} s (simulator speed; "
-                      "raise --row-timeout)")  # fmt: skip
+            reason = (f"{schedule}: needs more than the work limit of {self.max_events or 0:,} simulated events "
+                      "(raise --max-events)")  # fmt: skip
             self.cache[key] = reason
             raise Skip(reason) from None
 
     def _part(self, schedule: str, arch: Arch, problem: dict[str, Any],
               pinned: tuple[str, tuple[tuple[str, Any], ...]] | None = None,
-              deadline: float | None = None) -> PartPrediction:  # fmt: skip
+) -> PartPrediction:  # fmt: skip
         """One schedule's prediction (``pinned``: simulate this auto choice instead of searching)."""
         from gpusim.api import predict
 
@@ -141,14 +141,16 @@ class Predictor:
                 if schedule == "auto:attn":
                     raise Skip("auto:attn: no attention search exists yet")
                 prediction = predict(
-                    schedule, arch, costs=costs, attribute=False, deadline_s=deadline, **problem
+                    schedule, arch, costs=costs, attribute=False, max_events=self.max_events, **problem
                 )
                 choice = prediction.choice or {}
                 chosen = (choice.get("schedule", ""), tuple(sorted((choice.get("params") or {}).items())))
                 result = PartPrediction(schedule, prediction.time_us, chosen)
             else:
                 name, params = (pinned[0], {**problem, **dict(pinned[1])}) if pinned else (schedule, problem)
-                prediction = predict(name, arch, costs=costs, attribute=False, deadline_s=deadline, **params)
+                prediction = predict(
+                    name, arch, costs=costs, attribute=False, max_events=self.max_events, **params
+                )
                 result = PartPrediction(schedule, prediction.time_us, pinned)
             self.simulations += 1
             if self.on_simulation is not None:
@@ -160,7 +162,7 @@ class Predictor:
             reason = str(exc)
             self.cache[key] = reason
             raise Skip(reason) from None
-        except SimulationTimeout:
+        except LimitExceeded:
             raise
         except (ScheduleRefused, DeadlockError, GpusimError) as exc:
             reason = f"{schedule}: {exc}" if not str(exc).startswith(schedule) else str(exc)

@@ -19,6 +19,7 @@ from gpusim.calibrate.measurements import Measurement, read_measurements
 from gpusim.calibrate.predictor import Predictor, Skip, ignored_columns
 from gpusim.calibrate.stats import error_pct, error_stats
 from gpusim.errors import InputError, UnknownNameError
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 Costs = Literal["datasheet", "calibrated"]
 
@@ -178,12 +179,9 @@ def _reason_key(reason: str | None) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-DEFAULT_ROW_TIMEOUT_S = 20.0
-
-
 def _worker(args: tuple[list[Measurement], Costs, str | None, float | None]) -> tuple[list[RowResult], int]:
-    rows, costs, arch_filter, timeout_s = args
-    predictor = Predictor(timeout_s)
+    rows, costs, arch_filter, max_events = args
+    predictor = Predictor(max_events)
     return validate_rows(
         rows, costs=costs, arch_filter=arch_filter, predictor=predictor
     ), predictor.simulations
@@ -201,7 +199,7 @@ def _row_key(m: Measurement) -> tuple[Any, ...]:
 
 def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_filter: str | None = None,
                  jobs: int | None = None,
-                 row_timeout_s: float | None = DEFAULT_ROW_TIMEOUT_S,
+                 max_events: int | None = DEFAULT_MAX_EVENTS,
                  on_progress: Callable[[int, int], None] = lambda done, total: None,
                  ) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
     """Read, predict and summarise; the summary carries the wall time and simulation count.
@@ -222,7 +220,7 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         outs = []
         done_rows = 0
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(_worker, (p, costs, arch_filter, row_timeout_s)) for p in parts]
+            futures = [pool.submit(_worker, (p, costs, arch_filter, max_events)) for p in parts]
             on_progress(0, len(rows))
             for future in as_completed(futures):
                 outs.append(future.result())
@@ -231,7 +229,7 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         results = sorted((r for out, _ in outs for r in out), key=lambda r: r.m.index)
         simulations = sum(n for _, n in outs)
     else:
-        predictor = Predictor(row_timeout_s)
+        predictor = Predictor(max_events)
         results = validate_rows(rows, costs=costs, arch_filter=arch_filter, predictor=predictor,
                                 on_progress=on_progress)  # fmt: skip
         simulations = predictor.simulations
@@ -241,5 +239,5 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
     summary["wall_s"] = round(time.perf_counter() - t0, 2)
     summary["predictions_run"] = simulations
     summary["jobs"] = jobs
-    summary["row_timeout_s"] = row_timeout_s
+    summary["max_events"] = max_events
     return results, summary

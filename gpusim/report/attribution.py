@@ -80,7 +80,29 @@ def _memory_wait_labels(run: SimRun) -> set[str]:
 
 
 def classify(run: SimRun, sm_index: int, lo: float, hi: float) -> dict[str, float]:
-    """Nanoseconds per cause on SM group ``sm_index`` over ``[lo, hi]`` (priority order, see module doc)."""
+    """Nanoseconds per cause on SM group ``sm_index`` over ``[lo, hi]`` (priority order, see module doc).
+
+    A fast-forwarded span repeats the period simulated just before it, so it counts as that period's
+    causes times the periods skipped."""
+    out = dict.fromkeys(CAUSES, 0.0)
+    cursor = lo
+    for jump in sorted(run.jumps, key=lambda j: j.start_ns):
+        start, end = max(lo, jump.start_ns), min(hi, jump.end_ns)
+        if end <= start:
+            continue
+        for k, v in _classify_detailed(run, sm_index, cursor, start).items():
+            out[k] += v
+        period_ns = (jump.end_ns - jump.start_ns) / jump.periods
+        observed = _classify_detailed(run, sm_index, jump.start_ns - period_ns, jump.start_ns)
+        for k, v in observed.items():
+            out[k] += v * (end - start) / period_ns
+        cursor = end
+    for k, v in _classify_detailed(run, sm_index, cursor, hi).items():
+        out[k] += v
+    return out
+
+
+def _classify_detailed(run: SimRun, sm_index: int, lo: float, hi: float) -> dict[str, float]:
     sm = run.sms[sm_index]
 
     def server(*pipes: str) -> list[Interval]:

@@ -81,6 +81,14 @@ def trace_events(run: SimRun) -> list[dict[str, Any]]:
         for t_ns, bytes_per_ns in samples or []:
             events.append({"name": name, "ph": "C", "pid": _CHIP_PID, "tid": 0, "ts": t_ns / 1000,
                            "args": {"GB/s": round(bytes_per_ns, 3)}})  # fmt: skip
+    if run.jumps:  # fast-forwarded spans: whole periods skipped, drawn as one span each
+        events.append({"name": "thread_name", "ph": "M", "pid": _CHIP_PID, "tid": 1,
+                       "args": {"name": "fast-forward (periods skipped)"}})  # fmt: skip
+        events.extend(
+            {"name": f"fast-forward: {j.periods} periods", "cat": "fast-forward", "ph": "X", "pid": _CHIP_PID,
+             "tid": 1, "ts": j.start_ns / 1000, "dur": (j.end_ns - j.start_ns) / 1000}
+            for j in run.jumps
+        )  # fmt: skip
     events.extend(_hit_rate_counter(run))
     events.extend(_stage_counters(run))
     events.extend(_stage_tracks_and_flows(run, runner_track))

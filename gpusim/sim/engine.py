@@ -9,14 +9,16 @@ from typing import Any
 import simpy
 
 from gpusim.arch import Arch
-from gpusim.errors import DeadlockError, ScheduleRefused, SimulationTimeout, UnknownNameError
+from gpusim.errors import DeadlockError, ScheduleRefused, SimulationLimitExceeded, UnknownNameError
 from gpusim.schedule.check import Budgets, check_schedule
 from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
+from gpusim.sim.fastforward import FastForward, Jump
 from gpusim.sim.hardware import PIPES, Rates, SimSM
 from gpusim.sim.interp import Cta, RoleRunner
 from gpusim.sim.l2cache import panel_miss_fractions
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.sim.memory import FlowNetwork
 from gpusim.sim.scheduler import ClusterUnit, SmGroup, WorkPlan, plan_work
 from gpusim.sim.sync import ChunkBuffer, EventBarrier, NamedBarrier, StageRing, Turnstile, couple
@@ -37,6 +39,14 @@ class SimRun:
     rings: list[StageRing] = field(default_factory=list)
     wall_s: float = 0.0
     events: int = 0
+    """Events simulated in detail (what the work limit counts)."""
+    skipped_events: int = 0
+    """Events the fast-forward stood for (about what an exact run would add)."""
+    jumps: list[Jump] = field(default_factory=list)
+    """Fast-forwarded spans (whole periods skipped), for traces and timelines."""
+    exact: bool = False
+    fast_forward_off: str | None = None
+    """Why the fast-forward was off in a run that asked for it (None: it was on, or exact)."""
 
 
 def _roles_touching(sched: Schedule, buf: str, ops: tuple[str, ...]) -> list[str]:
@@ -98,6 +108,7 @@ class _Builder:
         self.runners: list[RoleRunner] = []
         self.rings: list[StageRing] = []
         self.pending_roles: list[simpy.Process] = []
+        self.ff: FastForward | None = None
         self.multicast = _tma_multicasts(sched)
         self.sync_warps = sum(
             r.warps * r.replicas
@@ -117,7 +128,9 @@ class _Builder:
             if sched.launch.persistent:
                 self._launch_cluster(sms, list(slot), wave_offset=0)
             else:
-                self.env.process(self._grid_slot(sms, list(slot)))
+                process = self.env.process(self._grid_slot(sms, list(slot)))
+                if self.ff is not None:
+                    self.ff.add_process(process)
 
     def _grid_slot(self, sms: list[SimSM], slot: list[ClusterUnit]):
         for wave, cunit in enumerate(slot):
@@ -157,7 +170,10 @@ class _Builder:
                 for replica in range(role.replicas):
                     runner = RoleRunner(cta, role, replica)
                     self.runners.append(runner)
-                    procs.append(self.env.process(runner.run()))
+                    process = self.env.process(runner.run())
+                    procs.append(process)
+                    if self.ff is not None:
+                        self.ff.add_runner(runner, process)
             self.pending_roles.extend(procs)
         return procs
 
@@ -256,13 +272,19 @@ def simulate(
     *,
     record: bool = False,
     group_identical: bool = True,
+    exact: bool = False,
+    max_events: int | None = DEFAULT_MAX_EVENTS,
     deadline_s: float | None = None,
 ) -> SimRun:
     """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
 
-    ``group_identical`` simulates SM groups with identical work once, standing for all of them; turn it
-    off to simulate every SM (slower; the two agree, which a test checks). ``deadline_s`` (a
-    ``time.perf_counter()`` value) stops a simulation that runs past it with SimulationTimeout."""
+    By default whole periods of steady state are fast-forwarded (gpusim/sim/fastforward.py; exact for
+    the model); ``exact=True`` simulates every event. ``group_identical`` simulates SM groups with
+    identical work once, standing for all of them; turn it off to simulate every SM (slower; the two
+    agree, which a test checks). ``max_events`` bounds the events simulated in detail (simulated
+    work, so the same on any machine); past it SimulationLimitExceeded is raised (None: no limit).
+    ``deadline_s`` (a ``time.perf_counter()`` value) is an optional wall-clock stop for interactive
+    callers; nothing in gpusim's own commands uses it, since its outcome depends on the machine."""
     budgets = check_schedule(sched, arch)
     start = time.perf_counter()
     plan = plan_work(sched, arch, group_identical=group_identical)
@@ -274,18 +296,31 @@ def simulate(
     if record:
         net.hbm_rate_samples, net.l2_rate_samples, net.read_rate_samples = [], [], []
     builder = _Builder(sched, arch, env, net, rates, miss, record)
+    if not exact:
+        builder.ff = FastForward(env, net, builder.sms, builder.rings, dynamic_names=_dynamic_names(sched, plan),
+                                 unit_fields=_unit_fields(plan))  # fmt: skip
     for group in plan.groups:
         builder.build_group(group)
-    events = 0
+    ff = builder.ff
+    events = skipped = 0
+    limit = max_events if max_events is not None else -1
+    step = env.step
     while True:
         try:
-            env.step()
-            events += 1
+            step()
         except simpy.core.EmptySchedule:
             break
-        if deadline_s is not None and events % 2048 == 0 and time.perf_counter() > deadline_s:
-            raise SimulationTimeout(f"{sched.name} on {arch.id}: simulation stopped at its wall-clock limit "
-                                    f"after {events:,} events")  # fmt: skip
+        events += 1
+        if events == limit:
+            raise SimulationLimitExceeded(
+                f"{sched.name} on {arch.id}: simulation stopped at its work limit of {limit:,} events "
+                f"(t={env.now / 1000:.1f} us simulated); raise it with --max-events (or max_events=)"
+            )
+        if deadline_s is not None and events % 4096 == 0 and time.perf_counter() > deadline_s:
+            raise SimulationLimitExceeded(f"{sched.name} on {arch.id}: simulation stopped at its wall-clock "
+                                          f"deadline after {events:,} events")  # fmt: skip
+        if ff is not None and ff.pending is not None:
+            skipped += ff.checkpoint(events)
     blocked = [r for r in builder.runners if not r.finished]
     if blocked:
         lines = "; ".join(
@@ -297,7 +332,23 @@ def simulate(
     kernel_ns = env.now
     return SimRun(sched=sched, arch=arch, budgets=budgets, plan=plan, kernel_ns=kernel_ns, sms=builder.sms,
                   net=net, runners=builder.runners, rings=builder.rings, wall_s=time.perf_counter() - start,
-                  events=events)  # fmt: skip
+                  events=events, skipped_events=skipped, jumps=ff.jumps if ff else [], exact=exact,
+                  fast_forward_off=ff.disabled if ff else None)  # fmt: skip
 
 
-__all__ = ["PIPES", "SimRun", "simulate"]
+def _dynamic_names(sched: Schedule, plan: WorkPlan) -> frozenset[str]:
+    """Names whose values change as roles run: loop variables, ``tile`` and the work units' fields."""
+    names = {"tile"} | _unit_fields(plan)
+    for role in sched.roles.values():
+        names |= {s.args["var"] for s, _ in walk(role.program) if s.op == "for"}
+    return frozenset(names)
+
+
+def _unit_fields(plan: WorkPlan) -> frozenset[str]:
+    for slot in plan.slot_lists:
+        for cunit in slot:
+            return frozenset(k for u in cunit for k in u)
+    return frozenset()
+
+
+__all__ = ["DEFAULT_MAX_EVENTS", "PIPES", "SimRun", "simulate"]

@@ -14,8 +14,10 @@ from gpusim.errors import InputError
 from gpusim.schedule.program import Stmt
 from gpusim.sim.sync import (
     ChunkBuffer,
+    Credit,
     Cursor,
     EventBarrier,
+    Land,
     NamedBarrier,
     Stage,
     StageRing,
@@ -61,6 +63,20 @@ class Cta:
         return self.miss[wave].get(operand, 1.0)
 
 
+@dataclass(slots=True, eq=False)
+class LoopFrame:
+    """One active loop of a role: a ``for`` (``var``) or the persistent tile loop (``var`` = tile)."""
+
+    stmt: Stmt
+    var: str
+    value: int
+    stop: int
+    every: int = 1
+    offset: int = 0
+    settled: bool = False
+    """Set by the fast-forward once no further whole period fits in this loop instance."""
+
+
 class RoleRunner:
     """Interprets one role replica's program on one CTA."""
 
@@ -82,6 +98,13 @@ class RoleRunner:
         self.name = f"{role.name}[{replica}]" if role.replicas > 1 else role.name
         self._lookahead: dict[tuple[int, int], list[Stmt]] = {}
         self.spans: list[tuple[float, float, str]] | None = [] if cta.sm.record_spans else None
+        self.frames: list[LoopFrame] = []
+        """The loops the role is in, outermost first (the fast-forward reads and advances them)."""
+        self.pc: Stmt | None = None
+        """The statement the role is executing (or blocked in)."""
+        self.op_start_ns = 0.0
+        self.ff: Any = None
+        """The fast-forward controller (gpusim.sim.fastforward), or None in an exact run."""
         """(start ns, end ns, label) of every op the role spent time in, when recording a trace."""
 
     # ---- driver -----------------------------------------------------------------------------------
@@ -107,8 +130,9 @@ class RoleRunner:
 
     def _block(self, stmts: tuple[Stmt, ...]) -> Generator[simpy.Event, Any, None]:
         for i, stmt in enumerate(stmts):
-            if stmt.guard is not None and not stmt.guard(self.vars, where=stmt.where):
+            if stmt.guard is not None and not self._eval(stmt.guard, stmt):
                 continue
+            self.pc = stmt
             op = stmt.op
             if op == "for":
                 yield from self._for(stmt)
@@ -120,38 +144,67 @@ class RoleRunner:
                 self.blocked_on = stmt.where
                 event = _HANDLERS[op](self, stmt, stmts, i)
                 if event is not None:
-                    start = self.env.now
+                    self.op_start_ns = self.env.now
                     yield event
-                    if self.spans is not None and self.env.now > start:
-                        self.spans.append((start, self.env.now, _span_label(stmt)))
+                    if self.spans is not None and self.env.now > self.op_start_ns:
+                        self.spans.append((self.op_start_ns, self.env.now, _span_label(stmt)))
 
     def _eval(self, expr: Any, stmt: Stmt) -> Any:
-        return expr(self.vars, where=stmt.where)
+        value = expr(self.vars, where=stmt.where)
+        if self.ff is not None:
+            self.ff.observe(self, expr, value)
+        return value
+
+    def count(self, stmt: Stmt, expr: Any, minimum: float = 0, whole: bool = True) -> int:
+        """``stmt.count`` of ``expr`` in this role's variables (told to the fast-forward)."""
+        value = stmt.count(expr, self.vars, minimum=minimum, whole=whole)
+        if self.ff is not None:
+            self.ff.observe(self, expr, value)
+        return value
+
+    def size(self, stmt: Stmt, expr: Any) -> float:
+        """``stmt.size`` of ``expr`` in this role's variables (told to the fast-forward)."""
+        value = stmt.size(expr, self.vars)
+        if self.ff is not None:
+            self.ff.observe(self, expr, value)
+        return value
 
     # ---- control flow ----------------------------------------------------------------------------
 
     def _for(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
         args = stmt.args
         var = args.var
-        start = stmt.count(args.start, self.vars, minimum=-math.inf, whole=False)
-        stop = stmt.count(args.stop, self.vars, minimum=-math.inf, whole=False)
-        for value in range(start, stop):
-            self.vars[var] = value
-            self.loop[var] = value
+        start = self.count(stmt, args.start, minimum=-math.inf, whole=False)
+        stop = self.count(stmt, args.stop, minimum=-math.inf, whole=False)
+        frame = LoopFrame(stmt, var, start, stop)
+        self.frames.append(frame)
+        while frame.value < frame.stop:
+            self.vars[var] = frame.value
+            self.loop[var] = frame.value
+            if self.ff is not None:
+                self.ff.iteration(self, frame)
             yield from self._block(stmt.body)
+            frame.value += 1
+        self.frames.pop()
         self.loop.pop(var, None)
 
     def _tiles(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
         args = stmt.args
-        every = 1 if args.every is None else stmt.count(args.every, self.vars, minimum=1)
-        offset = 0 if args.offset is None else stmt.count(args.offset, self.vars)
-        for ordinal, unit in enumerate(self.cta.units):
-            if ordinal < offset or (ordinal - offset) % every:
-                continue
-            self.vars.update(unit)
-            self.vars["tile"] = ordinal
-            self.loop = {"tile": ordinal}
-            yield from self._block(stmt.body)
+        every = 1 if args.every is None else self.count(stmt, args.every, minimum=1)
+        offset = 0 if args.offset is None else self.count(stmt, args.offset)
+        frame = LoopFrame(stmt, "tile", 0, len(self.cta.units), every, offset)
+        self.frames.append(frame)
+        while frame.value < frame.stop:
+            ordinal = frame.value
+            if ordinal >= offset and (ordinal - offset) % every == 0:
+                self.vars.update(self.cta.units[ordinal])
+                self.vars["tile"] = ordinal
+                self.loop = {"tile": ordinal}
+                if self.ff is not None:
+                    self.ff.iteration(self, frame)
+                yield from self._block(stmt.body)
+            frame.value += 1
+        self.frames.pop()
 
     def _turn(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
         name = stmt.args.name
@@ -163,10 +216,10 @@ class RoleRunner:
             self.blocked_on = (
                 f"{stmt.where} (waiting for its turn on '{name}', held by replica {turnstile.token})"
             )
-            start = self.env.now
+            self.op_start_ns = self.env.now
             yield event
-            if self.spans is not None and self.env.now > start:
-                self.spans.append((start, self.env.now, f"turn {name}"))
+            if self.spans is not None and self.env.now > self.op_start_ns:
+                self.spans.append((self.op_start_ns, self.env.now, f"turn {name}"))
         yield from self._block(stmt.body)
         turnstile.pass_turn(self.replica)
 
@@ -184,7 +237,9 @@ class RoleRunner:
         """The consumer's loop context with ``at`` overrides applied."""
         ctx = dict(self.loop)
         for key, expr in getattr(stmt.args, "at", _NO_OVERRIDES).items():
-            ctx[key] = self._eval(expr, stmt)
+            ctx[key] = value = expr(self.vars, where=stmt.where)
+            if self.ff is not None:
+                self.ff.observe(self, expr, value, tag_name=key)
         return ctx
 
     def queue(self, name: str) -> deque[simpy.Event]:
@@ -208,14 +263,20 @@ class RoleRunner:
             self._lookahead[key] = following
         total = 0.0
         for stmt in following:
-            if stmt.guard is None or stmt.guard(self.vars, where=stmt.where):
-                total += stmt.size(stmt.args.bytes, self.vars)
+            if stmt.guard is None or self._eval(stmt.guard, stmt):
+                total += self.size(stmt, stmt.args.bytes)
         return total
 
     def transfer(self, nbytes: float, *, operand: str | None, write: bool, tma: bool = False,
                  on_done: Any = None) -> simpy.Event:  # fmt: skip
         """Move bytes for this role through its SM (the cost model is the SM's, see hardware.py)."""
-        miss = 1.0 if write else self.cta.miss_fraction(operand, int(self.vars.get("tile", 0)))
+        if write:
+            miss = 1.0
+        else:
+            tile = int(self.vars.get("tile", 0))
+            miss = self.cta.miss_fraction(operand, tile)
+            if self.ff is not None:
+                self.ff.observe_miss(self, operand, tile, miss)
         return self.sm.transfer(nbytes, miss=miss, write=write, tma=tma, on_done=on_done)
 
 
@@ -274,7 +335,7 @@ def _wait(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
         return event
     buf = stmt.args.buf
     if buf in rr.cta.chunks:
-        chunk = 0 if stmt.args.chunk is None else stmt.count(stmt.args.chunk, rr.vars)
+        chunk = 0 if stmt.args.chunk is None else rr.count(stmt, stmt.args.chunk)
         event = rr.cta.chunks[buf].wait(ctx, chunk)
         if event is not None:
             rr.blocked_on = f"{stmt.where} (chunk {chunk} of '{buf}' for {ctx})"
@@ -292,7 +353,7 @@ def _release(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
     if buf in rr.cta.chunks:
         return None
     ring = rr.ring(stmt, buf)
-    keep = 0 if stmt.args.keep is None else stmt.count(stmt.args.keep, rr.vars)
+    keep = 0 if stmt.args.keep is None else rr.count(stmt, stmt.args.keep)
     holder = rr.held.setdefault(buf, [])
     ring.release(holder, keep, after=rr.last_mma if ring.consumer == "umma" else None)
     return None
@@ -334,7 +395,7 @@ def _syncthreads(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 def _wait_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     q = rr.queue(stmt.args.queue)
-    pending = stmt.count(stmt.args.pending, rr.vars)
+    pending = rr.count(stmt, stmt.args.pending)
     while q and q[0].processed:
         q.popleft()
     if len(q) <= pending:
@@ -347,8 +408,8 @@ def _wait_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
     args = stmt.args
     buf = args.buf
-    nbytes = stmt.size(args.bytes, rr.vars)
-    multicast = 1 if args.multicast is None else stmt.count(args.multicast, rr.vars, minimum=1)
+    nbytes = rr.size(stmt, args.bytes)
+    multicast = 1 if args.multicast is None else rr.count(stmt, args.multicast, minimum=1)
     operand = args.operand
     cta = rr.cta
     share = nbytes / multicast
@@ -356,15 +417,15 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
     if buf in cta.chunks:
         ctx = rr.context(stmt)
         if args.chunks is not None:
-            lo, hi = (stmt.count(e, rr.vars) for e in args.chunks)
+            lo, hi = (rr.count(stmt, e) for e in args.chunks)
         else:
-            lo = 0 if args.chunk is None else stmt.count(args.chunk, rr.vars)
+            lo = 0 if args.chunk is None else rr.count(stmt, args.chunk)
             hi = lo + 1
         per_chunk = share / max(1, hi - lo)
         for c in range(lo, hi):
             buffers = [r.chunks[buf] for r in receivers]
             rr.transfer(per_chunk, operand=operand, write=False, tma=True,
-                        on_done=lambda bs=buffers, c=c: [b.land(ctx, c) for b in bs])  # fmt: skip
+                        on_done=Land(buffers, ctx, c))  # fmt: skip
         return None
     cursor = rr.cursors.get(buf)
     if cursor is None or cursor.current is None:
@@ -374,17 +435,17 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
     key = cursor.current.key
     rings = [r.rings[buf] for r in receivers]
     rr.transfer(share, operand=operand, write=False, tma=True,
-                on_done=lambda: [ring.credit(key, share) for ring in rings])  # fmt: skip
+                on_done=Credit(rings, key, share))  # fmt: skip
     return None
 
 
 def _tma_store(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = stmt.size(stmt.args.bytes, rr.vars)
+    nbytes = rr.size(stmt, stmt.args.bytes)
     rr.queue("tma_store").append(rr.transfer(nbytes, operand=None, write=True))
 
 
 def _cp_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = stmt.size(stmt.args.bytes, rr.vars)
+    nbytes = rr.size(stmt, stmt.args.bytes)
     buf = stmt.args.buf
     ring = rr.cta.rings.get(buf) if buf else None
     on_done = None
@@ -393,27 +454,27 @@ def _cp_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
         if cursor is None or cursor.current is None:
             raise InputError(f"{stmt.where}: cp_async into '{buf}' before an acquire of it")
         key = cursor.current.key
-        on_done = lambda: ring.credit(key, nbytes)  # noqa: E731
+        on_done = Credit([ring], key, nbytes)
     rr.queue("cp_async").append(rr.transfer(nbytes, operand=stmt.args.operand, write=False, on_done=on_done))
 
 
 def _ldg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = stmt.size(stmt.args.bytes, rr.vars)
+    nbytes = rr.size(stmt, stmt.args.bytes)
     rr.queue("ldg").append(rr.transfer(nbytes, operand=stmt.args.operand, write=False))
 
 
 def _stg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = stmt.size(stmt.args.bytes, rr.vars)
+    nbytes = rr.size(stmt, stmt.args.bytes)
     rr.cta.outstanding.append(rr.transfer(nbytes, operand=None, write=True))
 
 
 def _reduce(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
-    nbytes = stmt.size(stmt.args.bytes, rr.vars)
+    nbytes = rr.size(stmt, stmt.args.bytes)
     return rr.transfer(nbytes, operand=None, write=True)
 
 
 def _smem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    nbytes = stmt.size(stmt.args.bytes, rr.vars)
+    nbytes = rr.size(stmt, stmt.args.bytes)
     event = rr.sm.smem_access(nbytes, label=stmt.op)
     if stmt.op == "lds" and stmt.args.async_ is not None and rr._eval(stmt.args.async_, stmt):
         rr.queue("lds").append(event)  # software-pipelined fragment loads: complete via wait_async lds
@@ -424,9 +485,9 @@ def _smem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     args = stmt.args
     unit = args.unit
-    m, n, k = (stmt.size(e, rr.vars) for e in args.mnk)
+    m, n, k = (rr.size(stmt, e) for e in args.mnk)
     dtype = rr.cta.sched.mma_dtype(args.dtype, rr.vars)
-    cta_group = 1 if args.cta_group is None else stmt.count(args.cta_group, rr.vars, minimum=1)
+    cta_group = 1 if args.cta_group is None else rr.count(stmt, args.cta_group, minimum=1)
     label = stmt.label or f"{unit} {int(m)}x{int(n)}x{int(k)}"
     event, synchronous = rr.sm.mma(unit, dtype, (m, n, k), warps=rr.warps, cta_group=cta_group,
                                    pair=rr.cta.pair, label=label, where=stmt.where)  # fmt: skip
@@ -439,7 +500,7 @@ def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 
 def _tmem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    nbytes = stmt.size(stmt.args.bytes, rr.vars)
+    nbytes = rr.size(stmt, stmt.args.bytes)
     event = rr.sm.tmem_access(nbytes, label=stmt.op)
     if stmt.op == "tmem_load":
         rr.queue("tmem_ld").append(event)
@@ -449,7 +510,7 @@ def _tmem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 def _cuda(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
     args = stmt.args
-    elems = stmt.size(args.elems, rr.vars)
+    elems = rr.size(stmt, args.elems)
     if args.mix is not None:
         mix = rr.cta.sched.mixes.get(args.mix)
         if mix is None:

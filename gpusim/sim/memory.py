@@ -123,7 +123,7 @@ class FlowNetwork:
         delay = min(max(t.remaining, 0.0) / t.rate for t in self.active)
         version = self._version
         event = self.env.timeout(delay)
-        event.callbacks.append(lambda _e: self._on_timer(version))
+        event.callbacks.append(NetTimer(self, version))
 
     def _assign_rates(self) -> None:
         """Progressive filling: raise all unfrozen rates together until a resource or a port cap binds."""
@@ -166,7 +166,7 @@ class FlowNetwork:
             self._account(t)
             t.port.head_finished(t)  # type: ignore[union-attr]
             finish = self.env.timeout(t.latency_ns)
-            finish.callbacks.append(lambda _e, t=t: self._complete(t))
+            finish.callbacks.append(TransferDone(t))
         self._advance()
         self._rerate_and_schedule()
 
@@ -178,8 +178,26 @@ class FlowNetwork:
             self.l2_read_bytes += t.bytes * t.weight * t.l2_coef
             self.hbm_read_bytes += t.bytes * t.weight * t.hbm_coef
 
-    @staticmethod
-    def _complete(t: Transfer) -> None:
+
+@dataclass(slots=True, eq=False)
+class NetTimer:
+    """The network's next-completion timer; stale once the rates changed (``version`` moved on)."""
+
+    net: FlowNetwork
+    version: int
+
+    def __call__(self, _event: simpy.Event) -> None:
+        self.net._on_timer(self.version)
+
+
+@dataclass(slots=True, eq=False)
+class TransferDone:
+    """A transfer's bytes have landed after its latency: run its callback and fire its event."""
+
+    transfer: Transfer
+
+    def __call__(self, _event: simpy.Event) -> None:
+        t = self.transfer
         if t.on_done is not None:
             t.on_done()
         t.done.succeed()

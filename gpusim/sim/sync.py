@@ -123,6 +123,10 @@ class StageRing:
         self.cta_rank = 0
         self.flows: list[tuple[float, int, Any]] | None = None
         self.stage_log: list[tuple[int, float, float, float]] | None = None
+        self.opened = 0
+        """Stage occupancies opened so far (the ring's sequence counter)."""
+        self.ff: Any = None
+        """The fast-forward controller, which is told each tag-dependent release count."""
 
     # ---- producer side ----------------------------------------------------------------------------
 
@@ -148,6 +152,9 @@ class StageRing:
             stage.arrivals = stage.commits = stage.releases = 0
             stage.full = False
             stage.expected_releases = max(1, self.expected_releases(tag))
+            if self.ff is not None:
+                self.ff.observe_releases(self, stage.tag, stage.expected_releases)
+            self.opened += 1
             stage.open_ns = self.env.now
             self._sample()
         stage.expected_bytes += expect_bytes
@@ -164,7 +171,7 @@ class StageRing:
         if stage is None:
             return
         if after is not None and not after.processed:
-            after.callbacks.append(lambda _e: self._commit_stage(stage))
+            after.callbacks.append(StageCallback(self, stage, release=False))
         else:
             self._commit_stage(stage)
 
@@ -217,7 +224,7 @@ class StageRing:
         while len(holder) > keep:
             stage = holder.pop(0)
             if after is not None and not after.processed:
-                after.callbacks.append(lambda _e, s=stage: self._release_stage(s))
+                after.callbacks.append(StageCallback(self, stage, release=True))
             else:
                 self._release_stage(stage)
 
@@ -249,6 +256,47 @@ class StageRing:
         return f"stage {dict(ctx)} of '{self.name}' (stages in flight: {held or 'none'})"
 
 
+@dataclass(slots=True, eq=False)
+class StageCallback:
+    """Commit or release ``stage`` when an event (the MMAs issued before) fires."""
+
+    ring: StageRing
+    stage: Stage
+    release: bool
+
+    def __call__(self, _event: simpy.Event) -> None:
+        if self.release:
+            self.ring._release_stage(self.stage)
+        else:
+            self.ring._commit_stage(self.stage)
+
+
+@dataclass(slots=True, eq=False)
+class Credit:
+    """Credit ``amount`` bytes to the stage tagged ``key`` in each of ``rings`` (a transfer landed)."""
+
+    rings: list[StageRing]
+    key: tuple
+    amount: float
+
+    def __call__(self) -> None:
+        for ring in self.rings:
+            ring.credit(self.key, self.amount)
+
+
+@dataclass(slots=True, eq=False)
+class Land:
+    """Mark chunk ``chunk`` of the stage tagged ``tag`` landed in each of ``buffers``."""
+
+    buffers: list[ChunkBuffer]
+    tag: Tag
+    chunk: int
+
+    def __call__(self) -> None:
+        for buffer in self.buffers:
+            buffer.land(self.tag, self.chunk)
+
+
 def couple(rings: list[StageRing]) -> None:
     """Make the rings share one coupling group (multicast receivers)."""
     if len(rings) < 2:
@@ -271,10 +319,14 @@ class ChunkBuffer:
         self.name = name
         self.landed: dict[int, list[Tag]] = {}
         self.waiters: list[tuple[Tag, int, simpy.Event]] = []
+        self.ff: Any = None
+        """The fast-forward controller, told of every landing and every wait."""
 
     def land(self, tag: Tag, chunk: int) -> None:
         """Chunk ``chunk`` of the stage tagged ``tag`` has landed."""
         self.landed.setdefault(chunk, []).append(dict(tag))
+        if self.ff is not None:
+            self.ff.observe_land(self, chunk, tag)
         still = []
         for ctx, c, event in self.waiters:
             if c == chunk and tag_matches(tag, ctx):
@@ -285,8 +337,13 @@ class ChunkBuffer:
 
     def wait(self, ctx: Tag, chunk: int) -> simpy.Event | None:
         """Wait until chunk ``chunk`` of a stage whose tag ``ctx`` names has landed."""
-        if any(tag_matches(tag, ctx) for tag in self.landed.get(chunk, ())):
-            return None
+        for tag in self.landed.get(chunk, ()):
+            if tag_matches(tag, ctx):
+                if self.ff is not None:
+                    self.ff.observe_chunk_wait(self, chunk, ctx, tag)
+                return None
+        if self.ff is not None:
+            self.ff.observe_chunk_wait(self, chunk, ctx, None)
         event = self.env.event()
         self.waiters.append((dict(ctx), chunk, event))
         return event

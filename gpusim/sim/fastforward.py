@@ -1,0 +1,1103 @@
+"""Steady-state fast-forward: skip whole periods of a simulation whose state has been seen to repeat.
+
+A kernel's simulation is periodic almost everywhere: a mainloop repeats its k-iteration, a persistent
+CTA repeats its tile. Each time an *anchor* role starts a loop iteration, the controller takes a
+snapshot of the whole simulation state, with every time relative to now and every loop counter, ring
+sequence number and tag as a number that may shift:
+
+- the event queue (relative times, what each event resumes), every role's position (statement and
+  loop frames), its async queues, held stages and ring cursors;
+- every ring's stages (relative to the ring's sequence counter), credits, waiters; barriers and
+  turnstiles; every agent's backlog; every memory port's queue and every in-flight transfer's
+  remaining bytes and rate.
+
+When a snapshot equals an earlier one at the same loop statement except for a uniform time shift
+``dt``, a uniform shift per loop variable and per ring counter, the simulation has gone through one
+*period*: the model is deterministic, so the next period repeats it, as long as everything the roles
+read that depends on the shifted counters stays the same. Every such read during the observed period
+is recorded (expressions of loop variables and tile fields, L2 miss fractions per wave, consumer
+counts per tile) and re-evaluated at the shifted counters; the jump covers only the periods where all
+of them agree and every loop stays inside its range. The jump moves time, counters, ring sequence
+numbers and tags by whole periods and adds the observed per-period increments to every accumulator
+(busy time, bytes, FLOPs); detailed simulation then resumes where something changes (the last
+iterations, an edge tile, a tail, a change in shared L2/HBM rates). Nothing is extrapolated from a
+formula: the period is observed, and it is used only while the recorded reads say it still holds.
+
+The snapshot reads the simulation objects field by field. A class with fields this module does not
+know (a new mechanism) turns the fast-forward off for the run (the result is then the exact run's),
+so a new piece of state must be added here to keep simulations fast; tests/test_fastforward.py checks
+fast-forward against exact runs of every shipped schedule.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import simpy
+from simpy.events import Condition, Process
+
+from gpusim.sim.hardware import SimSM
+from gpusim.sim.interp import Cta, LoopFrame, RoleRunner, _span_label
+from gpusim.sim.memory import FlowNetwork, NetTimer, Port, Transfer, TransferDone
+from gpusim.sim.servers import FifoServer, Span
+from gpusim.sim.sync import (
+    ChunkBuffer,
+    CouplingGroup,
+    Credit,
+    EventBarrier,
+    Land,
+    NamedBarrier,
+    Stage,
+    StageCallback,
+    StageRing,
+    Turnstile,
+    tag_key,
+)
+
+_TOL_ABS = 1e-6
+_TOL_REL = 1e-9
+_MAX_SAME_KEY = 16
+
+
+class _Unsupported(Exception):
+    """A piece of state the snapshot cannot describe; no checkpoint is taken."""
+
+
+# Fields of every simulation class the snapshot reads or knows to be irrelevant. If a class gains a
+# field, the fast-forward cannot know whether it is state, so it stays off (exact run).
+_KNOWN_FIELDS: dict[type, frozenset[str]] = {
+    SimSM: frozenset(
+        {
+            "env",
+            "index",
+            "weight",
+            "rates",
+            "net",
+            "record_spans",
+            "servers",
+            "ingress",
+            "egress",
+            "tensor_flops",
+        }
+    ),
+    FifoServer: frozenset(
+        {"env", "name", "rate_per_ns", "free_at_ns", "busy_ns", "work_done", "spans", "_last_span"}
+    ),
+    Port: frozenset(
+        {
+            "net",
+            "name",
+            "cap_bytes_per_ns",
+            "weight",
+            "queue",
+            "busy_ns",
+            "bytes_moved",
+            "spans",
+            "_head_since",
+        }
+    ),
+    Transfer: frozenset(
+        {
+            "bytes",
+            "l2_coef",
+            "hbm_coef",
+            "latency_ns",
+            "weight",
+            "on_done",
+            "done",
+            "remaining",
+            "rate",
+            "port",
+            "is_write",
+        }
+    ),
+    FlowNetwork: frozenset(
+        {
+            "env",
+            "l2_capacity",
+            "hbm_capacity",
+            "active",
+            "_last_update",
+            "_version",
+            "hbm_read_bytes",
+            "hbm_write_bytes",
+            "l2_read_bytes",
+            "l2_write_bytes",
+            "hbm_rate_samples",
+            "l2_rate_samples",
+            "read_rate_samples",
+        }
+    ),
+    StageRing: frozenset(
+        {
+            "env",
+            "name",
+            "producer",
+            "consumer",
+            "stages",
+            "expected_producers",
+            "expected_releases",
+            "credits",
+            "waiters",
+            "group",
+            "in_use_samples",
+            "sm_index",
+            "cta_rank",
+            "flows",
+            "stage_log",
+            "opened",
+            "ff",
+        }
+    ),
+    Stage: frozenset(
+        {
+            "index",
+            "freed",
+            "open_gen",
+            "tag",
+            "key",
+            "expected_bytes",
+            "arrivals",
+            "commits",
+            "full",
+            "releases",
+            "expected_releases",
+            "open_ns",
+            "full_ns",
+        }
+    ),
+    RoleRunner: frozenset(
+        {
+            "cta",
+            "role",
+            "replica",
+            "env",
+            "sm",
+            "rates",
+            "vars",
+            "loop",
+            "queues",
+            "held",
+            "cursors",
+            "last_mma",
+            "blocked_on",
+            "finished",
+            "warps",
+            "sm_fraction",
+            "name",
+            "_lookahead",
+            "spans",
+            "frames",
+            "pc",
+            "op_start_ns",
+            "ff",
+        }
+    ),
+    Cta: frozenset(
+        {
+            "env",
+            "sched",
+            "sm",
+            "rank",
+            "units",
+            "wave_offset",
+            "miss",
+            "rings",
+            "chunks",
+            "named",
+            "events",
+            "turnstiles",
+            "syncthreads",
+            "peers",
+            "pair",
+            "outstanding",
+            "operand_multicast",
+        }
+    ),
+    NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),
+    EventBarrier: frozenset({"env", "name", "count", "arrivals", "waiters"}),
+    Turnstile: frozenset({"env", "name", "members", "token", "done", "waiters"}),
+    ChunkBuffer: frozenset({"env", "name", "landed", "waiters", "ff"}),
+    CouplingGroup: frozenset({"rings", "pending"}),
+}
+
+
+def _fields(obj: Any) -> frozenset[str]:
+    slots = getattr(type(obj), "__slots__", None)
+    if slots is not None and not hasattr(obj, "__dict__"):
+        return frozenset(slots)
+    return frozenset(vars(obj))
+
+
+def unknown_state(objects: list[Any]) -> str | None:
+    """The first simulation object whose class has fields the snapshot does not know (or None)."""
+    for obj in objects:
+        known = _KNOWN_FIELDS.get(type(obj))
+        if known is None:
+            return f"{type(obj).__name__} is not known to the fast-forward"
+        extra = _fields(obj) - known
+        if extra:
+            return f"{type(obj).__name__} has state the fast-forward does not snapshot: {sorted(extra)}"
+    return None
+
+
+@dataclass
+class Snapshot:
+    """The state at one checkpoint, split into what must match exactly and what may shift."""
+
+    now: float
+    struct: tuple
+    values: list[float]
+    loops: list[tuple[str, int]]
+    ring_counts: list[int]
+    acc: list[float]
+    handles: list[tuple[Any, str]] = field(default_factory=list)
+
+
+@dataclass
+class Period:
+    """What one observed period shifts: time, each loop variable, each ring's sequence counter."""
+
+    dt: float
+    loop_delta: dict[str, int]
+    ring_delta: list[int]
+    acc_delta: list[float]
+    token_delta: list[int] = field(default_factory=list)
+    """Per loop token of the newer snapshot: how far it moved over the period."""
+    limit: int | None = None
+    """At most this many periods (a moving loop value would reach one that stays put)."""
+
+
+@dataclass
+class Jump:
+    """One fast-forward: ``periods`` whole periods skipped from ``start_ns`` to ``end_ns``."""
+
+    start_ns: float
+    end_ns: float
+    periods: int
+    label: str
+
+
+@dataclass
+class _Checkpoint:
+    key: tuple
+    snap: Snapshot
+    seq: int
+    events: int
+
+
+@dataclass
+class FastForward:
+    """The controller: told of loop iterations and state-dependent reads, it checkpoints and jumps."""
+
+    env: simpy.Environment
+    net: FlowNetwork
+    sms: list[SimSM]
+    rings: list[StageRing]
+    runners: list[RoleRunner] = field(default_factory=list)
+    dynamic_names: frozenset[str] = frozenset()
+    unit_fields: frozenset[str] = frozenset()
+    jumps: list[Jump] = field(default_factory=list)
+    skipped_events: int = 0
+    disabled: str | None = None
+    pending: list[tuple] | None = None
+    """Loop keys whose iteration the anchor started in the current step (outermost first)."""
+    anchor: RoleRunner | None = None
+    _proc_index: dict[int, int] = field(default_factory=dict)
+    _runner_index: dict[int, int] = field(default_factory=dict)
+    _history: dict[tuple, list[_Checkpoint]] = field(default_factory=dict)
+    """Recent checkpoints per loop key (a period may span several iterations: L2 waves, ping-pong)."""
+    _logs: list[tuple[int, dict[tuple, Any]]] = field(default_factory=list)
+    _seq: int = 0
+    _frames: dict[tuple, LoopFrame] = field(default_factory=dict)
+    _cheap: dict[tuple, list[tuple]] = field(default_factory=dict)
+    _frame_bound: int = 0
+    _log: dict[tuple, Any] = field(default_factory=dict)
+    _dyn_cache: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
+    _checked: bool = False
+
+    # ---- registration -----------------------------------------------------------------------------
+
+    def add_runner(self, runner: RoleRunner, process: simpy.Process) -> None:
+        """A role replica and its process (new CTAs register as they launch)."""
+        self._runner_index[id(runner)] = len(self.runners)
+        self.runners.append(runner)
+        self.add_process(process)
+        runner.ff = self
+        for ring in runner.cta.rings.values():
+            ring.ff = self
+        for chunks in runner.cta.chunks.values():
+            chunks.ff = self
+        self._checked = False
+
+    def add_process(self, process: simpy.Process) -> None:
+        """A process whose resumption may sit in the event queue (role or launcher)."""
+        self._proc_index[id(process)] = len(self._proc_index)
+
+    # ---- hooks called by the interpreter ----------------------------------------------------------
+
+    def iteration(self, runner: RoleRunner, frame: LoopFrame) -> None:
+        """``runner`` starts an iteration of ``frame``: checkpoint after this step if it is the anchor."""
+        if self.anchor is None or self.anchor.finished:
+            self.anchor = runner
+        if runner is self.anchor and not frame.settled:
+            remaining = (frame.stop - 1 - frame.value) // max(1, frame.every)
+            if remaining < 2:
+                return
+            key = (self._runner_index[id(runner)], id(frame.stmt))
+            self._frames[key] = frame
+            if self.pending is None:
+                self.pending = [key]
+            else:
+                self.pending.append(key)
+
+    def observe(self, runner: RoleRunner, expr: Any, value: Any, tag_name: str | None = None) -> None:
+        """An expression was evaluated; remember it if it reads a loop variable or a tile field.
+
+        ``tag_name``: the value names an iteration of that loop variable (an ``at:`` override), so
+        over the skipped periods it must move with that variable instead of staying equal."""
+        cached = self._dyn_cache.get(id(expr))
+        if cached is None:
+            names = tuple(sorted(expr.names & self.dynamic_names))
+            uses_unit = any(n in self.unit_fields for n in names)
+            if uses_unit and "tile" not in names:
+                names = (*names, "tile")
+            cached = self._dyn_cache[id(expr)] = (names, uses_unit)
+        names = cached[0]
+        if not names:
+            return
+        vars_ = runner.vars
+        values = tuple(vars_.get(n) for n in names)
+        self._log[("e", id(runner), id(expr), values, tag_name)] = (runner, expr, value, names, values, cached[1],
+                                                                    tag_name)  # fmt: skip
+
+    def observe_miss(self, runner: RoleRunner, operand: str | None, tile: int, miss: float) -> None:
+        """A read's L2 miss fraction for the wave of ``tile``."""
+        self._log[("m", id(runner.cta), operand, tile)] = (runner.cta, operand, tile, miss)
+
+    def observe_land(self, buffer: ChunkBuffer, chunk: int, tag: dict[str, Any]) -> None:
+        """A chunk landed (the jump lands the skipped periods' chunks too)."""
+        self._log[("l", id(buffer), chunk, tag_key(tag))] = (buffer, chunk, dict(tag))
+
+    def observe_chunk_wait(self, buffer: ChunkBuffer, chunk: int, ctx: dict[str, Any],
+                           matched: dict[str, Any] | None) -> None:  # fmt: skip
+        """A wait on a chunk buffer, and the landed tag it matched at once (None: it blocked)."""
+        self._log[("w", id(buffer), chunk, tag_key(ctx), tag_key(matched) if matched else None)] = (
+            buffer, chunk, dict(ctx), dict(matched) if matched else None)  # fmt: skip
+
+    def observe_releases(self, ring: StageRing, tag: dict[str, Any], count: int) -> None:
+        """A stage tagged ``tag`` expects ``count`` consumer releases."""
+        # the engine's release counts read only the tag's tile (consumers filtered by tile), so one
+        # entry per tile is enough to check them over the skipped periods
+        self._log[("r", id(ring), tag.get("tile"))] = (ring, dict(tag), count)
+
+    # ---- checkpoints ------------------------------------------------------------------------------
+
+    def checkpoint(self, events: int) -> int:
+        """Take a snapshot; on a repeat, jump. Returns the number of events the jump stands for."""
+        keys, self.pending = self.pending or [], None
+        if self.disabled is not None:
+            return 0
+        if not self._checked:
+            self.disabled = unknown_state(self._objects())
+            self._checked = True
+            if self.disabled is not None:
+                return 0
+        # A full snapshot is only worth taking where a cheap summary of the state has been seen before.
+        cheap = self._cheap_key()
+        worth = False
+        for key in keys:
+            seen = self._cheap.setdefault(key, [])
+            worth = worth or cheap in seen
+            seen.append(cheap)
+            del seen[:-_MAX_SAME_KEY]
+        if not worth:
+            self._seq += 1
+            self._logs.append((self._seq, self._log))
+            self._log = {}
+            self._trim_logs()
+            return 0
+        try:
+            snap = _Capture(self).snapshot()
+        except _Unsupported:
+            self._history.clear()
+            self._cheap.clear()
+            self._logs.clear()
+            self._log = {}
+            return 0
+        log, self._log = self._log, {}
+        self._seq += 1
+        self._logs.append((self._seq, log))
+        for key in keys:
+            history = self._history.get(key, [])
+            for old in reversed(history):
+                period = _match(old.snap, snap)
+                if period is None:
+                    continue
+                logs = [lg for seq, lg in self._logs if seq > old.seq]
+                periods = self._periods(period, logs)
+                if periods >= self._frame_bound:
+                    self._frames[key].settled = True  # the loops end before another period fits
+                if periods >= 1:
+                    self._jump(period, periods, snap, logs)
+                    skipped = periods * (events - old.events)
+                    self.skipped_events += skipped
+                    self._history.clear()
+                    self._cheap.clear()
+                    self._logs.clear()
+                    return skipped
+        for key in keys:
+            history = self._history.setdefault(key, [])
+            history.append(_Checkpoint(key, snap, self._seq, events))
+            del history[:-_MAX_SAME_KEY]
+        self._trim_logs()
+        return 0
+
+    def _trim_logs(self) -> None:
+        """Forget the reads of intervals older than every checkpoint still in the history."""
+        if not self._history:
+            self._logs.clear()
+            return
+        oldest = min(h[0].seq for h in self._history.values() if h)
+        while self._logs and self._logs[0][0] <= oldest:
+            self._logs.pop(0)
+
+    def _cheap_key(self) -> tuple:
+        """Where every role is and how full every ring and port is: equal in any two repeating states."""
+        runners = tuple((id(r.pc), r.finished, len(r.frames)) for r in self.runners)
+        rings = tuple(
+            (sum(1 for st in ring.stages if st.open_gen >= 0), sum(st.full for st in ring.stages))
+            for ring in self.rings
+        )
+        ports = tuple(len(sm.ingress.queue) + 7 * len(sm.egress.queue) for sm in self.sms)  # type: ignore[union-attr]
+        return (runners, rings, ports, len(self.env._queue), len(self.net.active))  # type: ignore[attr-defined]
+
+    def _objects(self) -> list[Any]:
+        objs: list[Any] = [self.net, *self.sms, *self.rings, *self.runners]
+        for sm in self.sms:
+            objs += [*sm.servers.values(), sm.ingress, sm.egress]
+        ctas = {id(r.cta): r.cta for r in self.runners}
+        for cta in ctas.values():
+            objs.append(cta)
+            objs += list(cta.named.values()) + list(cta.events.values()) + list(cta.turnstiles.values())
+            objs += list(cta.chunks.values())
+            if cta.syncthreads is not None:
+                objs.append(cta.syncthreads)
+        for ring in self.rings:
+            objs += ring.stages
+            objs.append(ring.group)
+        return objs
+
+    # ---- how far to jump --------------------------------------------------------------------------
+
+    def _periods(self, period: Period, logs: list[dict[tuple, Any]]) -> int:
+        d = period.loop_delta
+        self._frame_bound = 0
+        bound = math.inf
+        for runner in self.runners:
+            for frame in runner.frames:
+                step = d.get(frame.var, 0)
+                if step == 0:
+                    continue
+                if step < 0 or step % frame.every:
+                    return 0
+                bound = min(bound, (frame.stop - 1 - frame.value) // step)
+        if period.limit is not None:
+            bound = min(bound, period.limit)
+        self._frame_bound = 0 if bound == math.inf else int(bound)
+        if bound == math.inf or bound < 1:
+            return 0
+        for dop in period.ring_delta:
+            if dop < 0:
+                return 0
+        periods = int(bound)
+        if periods < 1:
+            return 0
+        merged: dict[tuple, Any] = {}
+        for log in logs:
+            merged.update(log)
+        if not _chunk_waits_hold(merged, d):
+            return 0
+        for key, entry in merged.items():
+            if periods < 1:
+                break
+            kind = key[0]
+            if kind in ("l", "w"):
+                continue
+            if kind == "e":
+                good = _holds_expr(entry, d, periods)
+            elif kind == "m":
+                good = _holds_miss(entry, d, periods)
+            else:
+                good = _holds_releases(entry, d, periods)
+            if good < periods:
+                periods = good
+        return periods
+
+    # ---- the jump ---------------------------------------------------------------------------------
+
+    def _jump(self, period: Period, periods: int, snap: Snapshot, logs: list[dict[tuple, Any]]) -> None:
+        shift = periods * period.dt
+        d = {k: v * periods for k, v in period.loop_delta.items() if v}
+        env = self.env
+        start = env.now
+        env._now = start + shift  # type: ignore[attr-defined]
+        queue = env._queue  # type: ignore[attr-defined]
+        queue[:] = [(t + shift, prio, eid, ev) for t, prio, eid, ev in queue]
+        heapq.heapify(queue)
+        _move_tokens(snap.handles, period.token_delta, periods)
+        opens: dict[int, int] = {}
+        moved: dict[int, Stage] = {}
+        for ring, dop in zip(self.rings, period.ring_delta, strict=True):
+            opens[id(ring)] = dop * periods
+            moved.update(_shift_ring(ring, shift, dop * periods))
+        for runner in self.runners:
+            _shift_runner(runner, shift, opens, moved)
+        for _t, _p, _e, ev in queue:
+            for cb in ev.callbacks or ():
+                if type(cb) is StageCallback:
+                    cb.stage = moved.get(id(cb.stage), cb.stage)
+        for log in logs:  # the chunks the skipped periods landed
+            for key, entry in log.items():
+                if key[0] == "l":
+                    buffer, chunk, tag = entry
+                    landed = buffer.landed.setdefault(chunk, [])
+                    for m in range(1, periods + 1):
+                        landed.append({k: v + m * period.loop_delta.get(k, 0) if type(v) is int else v
+                                       for k, v in tag.items()})  # fmt: skip
+        ctas = {id(r.cta): r.cta for r in self.runners}
+        for cta in ctas.values():
+            for barrier in cta.events.values():
+                _shift_event_barrier(barrier, d.get("tile", 0), periods)
+        for sm in self.sms:
+            for server in sm.servers.values():
+                server.free_at_ns += shift
+                _split_spans(server, start, shift)
+            for port in (sm.ingress, sm.egress):
+                port._head_since += shift  # type: ignore[union-attr]
+        self.net._last_update += shift
+        for (obj, attr), delta in zip(_accumulators(self), period.acc_delta, strict=True):
+            setattr(obj, attr, getattr(obj, attr) + periods * delta)
+        label = self.anchor.name if self.anchor is not None else ""
+        self.jumps.append(Jump(start, env.now, periods, label))
+
+
+# ---- the snapshot -----------------------------------------------------------------------------------
+
+
+def _accumulators(ff: FastForward) -> list[tuple[Any, str]]:
+    """Every counter that only accumulates (never read by the dynamics), in a fixed order."""
+    out: list[tuple[Any, str]] = []
+    for sm in ff.sms:
+        out.append((sm, "tensor_flops"))
+        for name in sorted(sm.servers):
+            out += [(sm.servers[name], "busy_ns"), (sm.servers[name], "work_done")]
+        for port in (sm.ingress, sm.egress):
+            out += [(port, "busy_ns"), (port, "bytes_moved")]
+    net = ff.net
+    out += [
+        (net, "hbm_read_bytes"),
+        (net, "hbm_write_bytes"),
+        (net, "l2_read_bytes"),
+        (net, "l2_write_bytes"),
+    ]
+    return out
+
+
+class _Capture:
+    def __init__(self, ff: FastForward) -> None:
+        self.ff = ff
+        self.now = ff.env.now
+        self.struct: list[Any] = []
+        self.values: list[float] = []
+        self.loops: list[tuple[str, int]] = []
+        self.handles: list[tuple[Any, str]] = []
+        """Parallel to ``loops``: where each loop token lives, to move it in a jump."""
+        self.ring_index = {id(r): i for i, r in enumerate(ff.rings)}
+        self.holders: dict[int, tuple[int, str]] = {}
+        self.cursors: dict[int, tuple[int, str]] = {}
+        for i, runner in enumerate(ff.runners):
+            for buf, held in runner.held.items():
+                self.holders[id(held)] = (i, buf)
+            for buf, cursor in runner.cursors.items():
+                self.cursors[id(cursor)] = (i, buf)
+
+    def snapshot(self) -> Snapshot:
+        ff = self.ff
+        s = self.struct
+        queue = sorted(ff.env._queue, key=lambda e: (e[0], e[1], e[2]))  # type: ignore[attr-defined]
+        s.append(len(queue))
+        for t, prio, _eid, ev in queue:
+            self.values.append(t - self.now)
+            s.append((prio, self.event(ev)))
+        for runner in ff.runners:
+            self.runner(runner)
+        ctas = {id(r.cta): r.cta for r in ff.runners}
+        for cta in ctas.values():
+            self.cta(cta)
+        for ring in ff.rings:
+            self.ring(ring)
+        for sm in ff.sms:
+            for name in sorted(sm.servers):
+                self.values.append(max(sm.servers[name].free_at_ns - self.now, 0.0))
+            for port in (sm.ingress, sm.egress):
+                s.append(len(port.queue))  # type: ignore[union-attr]
+                if port.queue:  # type: ignore[union-attr]
+                    self.values.append(port._head_since - self.now)  # type: ignore[union-attr]
+                    for t in port.queue:  # type: ignore[union-attr]
+                        self.transfer(t)
+        net = ff.net
+        s.append(tuple(t.port.name for t in net.active))  # type: ignore[union-attr]
+        self.values.append(self.now - net._last_update)
+        acc = [getattr(o, a) for o, a in _accumulators(ff)]
+        return Snapshot(self.now, tuple(s), self.values, self.loops,
+                        [r.opened for r in ff.rings], acc, self.handles)  # fmt: skip
+
+    # -- pieces --
+
+    def tag(self, tag: dict[str, Any] | None, handle: Any = None) -> None:
+        """A tag's values are loop tokens; ``handle`` says where to move them (default: the dict)."""
+        if tag is None:
+            self.struct.append(None)
+            return
+        keys = sorted(tag)
+        self.struct.append(tuple(keys))
+        for k in keys:
+            v = tag[k]
+            if type(v) is int:
+                self.loops.append((k, v))
+                self.handles.append((handle or ("dict", tag), k))
+            else:
+                self.struct.append(v)
+
+    def event(self, ev: simpy.Event | None) -> Any:
+        if ev is None:
+            return None
+        cbs = ev.callbacks
+        if cbs is None:
+            return ("done",)
+        return (ev.triggered, tuple(self.callback(cb) for cb in cbs))
+
+    def callback(self, cb: Any) -> Any:
+        owner = getattr(cb, "__self__", None)
+        func = getattr(cb, "__func__", None)
+        if owner is not None:
+            if isinstance(owner, Process) and func is Process._resume:
+                index = self.ff._proc_index.get(id(owner))
+                if index is None:
+                    raise _Unsupported
+                return ("P", index)
+            if isinstance(owner, Condition):
+                if func is Condition._check:
+                    return ("C", self.event(owner))
+                if func is Condition._build_value:
+                    return ("B",)
+            raise _Unsupported
+        kind = type(cb)
+        if kind is StageCallback:
+            return ("S", cb.release, self.ring_index[id(cb.ring)], _stage_rel(cb.ring, cb.stage))
+        if kind is NetTimer:
+            return ("N", cb.version == cb.net._version)
+        if kind is TransferDone:
+            self.transfer(cb.transfer)
+            return ("D",)
+        raise _Unsupported
+
+    def transfer(self, t: Transfer) -> None:
+        self.values += [t.bytes, t.l2_coef, t.hbm_coef, t.latency_ns, t.remaining, t.rate]
+        self.struct.append((t.weight, t.is_write, t.port.name if t.port else None, self.event(t.done)))
+        cb = t.on_done
+        if cb is None:
+            self.struct.append(None)
+        elif type(cb) is Credit:
+            self.struct.append(("credit", tuple(self.ring_index[id(r)] for r in cb.rings)))
+            self.tag(dict(cb.key), ("key", cb, cb.key))
+            self.values.append(cb.amount)
+        elif type(cb) is Land:
+            self.struct.append(("land", tuple(b.name for b in cb.buffers), cb.chunk))
+            self.tag(cb.tag)
+        else:
+            raise _Unsupported
+
+    def runner(self, r: RoleRunner) -> None:
+        s = self.struct
+        s.append((r.finished, id(r.pc) if r.pc is not None else None,
+                  tuple((id(f.stmt), f.stop, f.every, f.offset) for f in r.frames)))  # fmt: skip
+        for f in r.frames:
+            self.loops.append((f.var, f.value))
+            self.handles.append((("frame", f), f.var))
+        active = {f.var for f in r.frames}
+        # a loop variable left over from a finished loop does not move with the period: it must match
+        s.append(tuple(sorted((n, v) for n, v in r.vars.items()
+                              if n in self.ff.dynamic_names and n not in self.ff.unit_fields and n not in active)))  # fmt: skip
+        self.tag(r.loop)
+        for name in sorted(r.queues):
+            s.append((name, tuple(self.event(e) for e in r.queues[name])))
+        s.append(self.event(r.last_mma))
+        for buf in sorted(r.held):
+            ring = r.cta.rings.get(buf)
+            s.append((buf, tuple(_stage_rel(ring, st) for st in r.held[buf]) if ring else len(r.held[buf])))
+        for buf in sorted(r.cursors):
+            cursor = r.cursors[buf]
+            ring = r.cta.rings[buf]
+            cur = _stage_rel(ring, cursor.current) if cursor.current is not None else None
+            s.append((buf, cursor.position - ring.opened, cur))
+
+    def cta(self, cta: Cta) -> None:
+        s = self.struct
+        for name in sorted(cta.chunks):  # landed tags are checked through the logged waits instead
+            buffer = cta.chunks[name]
+            s.append(len(buffer.waiters))
+            for ctx, chunk, event in buffer.waiters:
+                s.append((chunk, self.event(event)))
+                self.tag(ctx)
+        for name in sorted(cta.named):
+            b = cta.named[name]
+            s.append((b.arrived, self.event(b.phase_event)))
+        if cta.syncthreads is not None:
+            s.append((cta.syncthreads.arrived, self.event(cta.syncthreads.phase_event)))
+        for name in sorted(cta.turnstiles):
+            t = cta.turnstiles[name]
+            s.append(
+                (
+                    t.token,
+                    tuple(sorted(t.done)),
+                    tuple((m, self.event(e)) for m, e in sorted(t.waiters.items())),
+                )
+            )
+        for name in sorted(cta.events):
+            b = cta.events[name]
+            live = sorted(k for k, c in b.arrivals.items() if c < b.count)
+            waited = sorted(b.waiters)
+            s.append((len(live), len(waited)))
+            for k in live:
+                self._barrier_key(k)
+                s.append(b.arrivals[k])
+            for k in waited:
+                self._barrier_key(k)
+                s.append(tuple(self.event(e) for e in b.waiters[k]))
+        s.append(tuple(self.event(e) for e in cta.outstanding if not e.processed))
+
+    def _barrier_key(self, key: tuple) -> None:
+        if len(key) == 1 and type(key[0]) is int:
+            self.loops.append(("tile", key[0]))
+            self.handles.append((("barrier",), "tile"))
+        else:
+            self.struct.append(key)
+
+    def ring(self, ring: StageRing) -> None:
+        s = self.struct
+        n = len(ring.stages)
+        s.append(n)
+        for stage in sorted(ring.stages, key=lambda st: _stage_rel(ring, st)):
+            is_open = stage.open_gen >= 0
+            s.append((_stage_rel(ring, stage), is_open, stage.full, stage.arrivals, stage.commits, stage.releases,
+                      stage.expected_releases))  # fmt: skip
+            if is_open:  # open_ns / full_ns only feed the trace's stage log: not state
+                self.values.append(stage.expected_bytes)
+                self.tag(stage.tag)
+        s.append(len(ring.credits))
+        for key in sorted(ring.credits):
+            self.tag(dict(key), ("key", ring, key))
+            self.values.append(ring.credits[key])
+        s.append(len(ring.waiters))
+        for w in ring.waiters:
+            self.tag(w.ctx)
+            s.append((self.holders.get(id(w.holder)), self.event(w.event)))
+        mine = [p for p in ring.group.pending if p[0] is ring]
+        s.append(len(mine))
+        for _ring, cursor, tag, expect, event in mine:
+            s.append((self.cursors.get(id(cursor)), self.event(event)))
+            self.tag(tag)
+            self.values.append(expect)
+
+
+def _stage_rel(ring: StageRing, stage: Stage) -> int:
+    n = len(ring.stages)
+    seq = stage.index + n * (stage.open_gen if stage.open_gen >= 0 else stage.freed)
+    return seq - ring.opened
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= _TOL_ABS + _TOL_REL * max(abs(a), abs(b))
+
+
+def _match(old: Snapshot, new: Snapshot) -> Period | None:
+    """The period from ``old`` to ``new`` if ``new`` is ``old`` shifted, else None."""
+    dt = new.now - old.now
+    if dt <= 0 or old.struct != new.struct or len(old.values) != len(new.values):
+        return None
+    if len(old.loops) != len(new.loops):
+        return None
+    a, b = np.asarray(old.values), np.asarray(new.values)
+    if not np.all(np.abs(a - b) <= _TOL_ABS + _TOL_REL * np.maximum(np.abs(a), np.abs(b))):
+        return None
+    delta: dict[str, int] = {}
+    fixed: dict[str, set[int]] = {}
+    moving: dict[str, list[int]] = {}
+    for (name_a, a), (name_b, b) in zip(old.loops, new.loops, strict=True):
+        if name_a != name_b:
+            return None
+        step = b - a
+        if step == 0:
+            fixed.setdefault(name_a, set()).add(b)
+            continue
+        if delta.setdefault(name_a, step) != step:
+            return None
+        moving.setdefault(name_a, []).append(b)
+    # A value that stays put (an ``at: {n: NB}`` wait) while others of its name move: the jump must end
+    # before any moving value reaches it (then whatever compares them behaves as in the observed period).
+    limits = []
+    for name, values in fixed.items():
+        step = delta.get(name, 0)
+        for c in values:
+            below = [v for v in values_of(moving, name) if (v <= c if step > 0 else v >= c)]
+            if below:
+                nearest = max(below) if step > 0 else min(below)
+                limits.append((c - nearest) // step - 1)
+    ring_delta = [b - a for a, b in zip(old.ring_counts, new.ring_counts, strict=True)]
+    acc_delta = [b - a for a, b in zip(old.acc, new.acc, strict=True)]
+    token_delta = [b - a for (_, a), (_, b) in zip(old.loops, new.loops, strict=True)]
+    return Period(dt, delta, ring_delta, acc_delta, token_delta, min(limits, default=None))
+
+
+def values_of(moving: dict[str, list[int]], name: str) -> list[int]:
+    """The moving values of loop variable ``name`` (empty if none move)."""
+    return moving.get(name, [])
+
+
+# ---- checks that the recorded reads hold over the skipped periods -------------------------------------
+
+
+def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
+    runner, expr, value, names, values, uses_unit, tag_name = entry
+    d_tile = d.get("tile", 0)
+    moves_by = d.get(tag_name, 0) if tag_name is not None else 0
+    moving = [(n, v, d.get(n, 0)) for n, v in zip(names, values, strict=True)
+              if d.get(n, 0) and n not in runner.ff.unit_fields]  # fmt: skip
+    if not moving and not (uses_unit and d_tile):
+        return periods
+    env = dict(runner.vars)
+    units = runner.cta.units
+    tile = values[names.index("tile")] if uses_unit else None
+    for m in range(1, periods + 1):
+        if uses_unit and d_tile:
+            t = tile + m * d_tile  # type: ignore[operator]
+            if not 0 <= t < len(units):
+                return m - 1
+            env.update(units[t])
+        for n, v, step in moving:
+            env[n] = v + m * step
+        try:
+            if expr(env) != value + m * moves_by:
+                return m - 1
+        except Exception:
+            return m - 1
+    return periods
+
+
+def _chunk_waits_hold(merged: dict[tuple, Any], d: dict[str, int]) -> bool:
+    """Waits on chunk buffers behave alike in every skipped period. A tag landed before the period
+    that has moving values must be an earlier period's copy of a landing in the period (so the
+    skipped periods see the same lattice of landed tags) or lie below every wait's moving values."""
+    lands = {(id(e[0]), e[1], tag_key(e[2])) for k, e in merged.items() if k[0] == "l"}
+
+    def earlier_copy(bid: int, chunk: int, tag: dict[str, Any]) -> bool:
+        return any(
+            (bid, chunk, tag_key({k: v + j * d.get(k, 0) if type(v) is int else v for k, v in tag.items()}))
+            in lands
+            for j in (1, 2, 3)
+        )
+
+    lowest: dict[tuple[int, int], dict[str, int]] = {}
+    fixed: dict[tuple[int, int], dict[str, set[Any]]] = {}
+    buffers: dict[int, ChunkBuffer] = {}
+    for buffer, chunk, ctx, matched in (e for k, e in merged.items() if k[0] == "w"):
+        bid = id(buffer)
+        buffers[bid] = buffer
+        if (
+            matched is not None
+            and (bid, chunk, tag_key(matched)) not in lands
+            and any(d.get(k) for k in matched)
+            and not earlier_copy(bid, chunk, matched)
+        ):
+            return False
+        low = lowest.setdefault((bid, chunk), {})
+        same = fixed.setdefault((bid, chunk), {})
+        for k, v in ctx.items():
+            if d.get(k) and type(v) is int:
+                low[k] = min(low.get(k, v), v)
+            elif not d.get(k):
+                same.setdefault(k, set()).add(v)
+    for (bid, chunk), low in lowest.items():
+        for tag in buffers[bid].landed.get(chunk, ()):
+            if (bid, chunk, tag_key(tag)) in lands or not any(d.get(k) for k in tag):
+                continue
+            if earlier_copy(bid, chunk, tag):
+                continue
+            same = fixed[(bid, chunk)]
+            if any(not d.get(k) and v not in same.get(k, ()) for k, v in tag.items()):
+                continue  # a value no wait in the period names (another tile): no shifted wait matches it
+            if any(k in low and type(v) is int and v >= low[k] for k, v in tag.items()):
+                return False
+    return True
+
+
+def _holds_miss(entry: tuple, d: dict[str, int], periods: int) -> int:
+    cta, operand, tile, miss = entry
+    step = d.get("tile", 0)
+    if not step:
+        return periods
+    for m in range(1, periods + 1):
+        if cta.miss_fraction(operand, tile + m * step) != miss:
+            return m - 1
+    return periods
+
+
+def _holds_releases(entry: tuple, d: dict[str, int], periods: int) -> int:
+    ring, tag, count = entry
+    moving = {k: d[k] for k in tag if d.get(k)}
+    if not moving:
+        return periods
+    for m in range(1, periods + 1):
+        shifted = {k: v + m * moving.get(k, 0) for k, v in tag.items()}
+        if max(1, ring.expected_releases(shifted)) != count:
+            return m - 1
+    return periods
+
+
+# ---- shifting the state by whole periods --------------------------------------------------------------
+
+
+def _split_spans(server: FifoServer, start: float, shift: float) -> None:
+    """A recorded busy span that crosses the jump continues after it (its end moves with time)."""
+    if not server.spans:
+        return
+    for span in reversed(server.spans):
+        if span.end_ns <= start:
+            break
+        if span.start_ns >= start:
+            span.start_ns += shift
+            span.end_ns += shift
+        else:
+            server.spans.append(Span(start + shift, span.end_ns + shift, span.name))
+            span.end_ns = start
+    server.spans.sort(key=lambda sp: sp.start_ns)
+    server._last_span = None
+
+
+def _shift_runner(r: RoleRunner, shift: float, opens: dict[int, int], moved: dict[int, Stage]) -> None:
+    """After the loop frames moved: the variables, tile fields, ring cursors and held stages follow."""
+    now = r.env.now - shift
+    if r.spans is not None and not r.finished and r.pc is not None and r.op_start_ns < now:
+        r.spans.append((r.op_start_ns, now, _span_label(r.pc)))  # the op in progress, up to the jump
+        r.op_start_ns = now
+    r.op_start_ns += shift
+    for f in r.frames:
+        if f.var == "tile" and r.vars.get("tile") != f.value and 0 <= f.value < len(r.cta.units):
+            r.vars.update(r.cta.units[f.value])
+    for f in r.frames:
+        r.vars[f.var] = f.value
+    for buf, cursor in r.cursors.items():
+        ring = r.cta.rings.get(buf)
+        if ring is not None:
+            cursor.position += opens[id(ring)]
+            if cursor.current is not None:
+                cursor.current = moved.get(id(cursor.current), cursor.current)
+    for held in r.held.values():
+        held[:] = [moved.get(id(st), st) for st in held]
+
+
+def _move_tokens(handles: list[tuple[Any, str]], deltas: list[int], periods: int) -> None:
+    """Move every loop token by its per-period delta times ``periods``."""
+    keys: dict[int, tuple[Any, tuple, dict[str, int]]] = {}
+    done: set[tuple[int, str]] = set()  # a dict seen twice (one context for several chunks) moves once
+    for (handle, name), delta in zip(handles, deltas, strict=True):
+        if not delta:
+            continue
+        kind = handle[0]
+        if kind == "dict":
+            if (id(handle[1]), name) in done:
+                continue
+            done.add((id(handle[1]), name))
+            handle[1][name] += delta * periods
+        elif kind == "frame":
+            handle[1].value += delta * periods
+        elif kind == "key":
+            owner, key = handle[1], handle[2]
+            keys.setdefault(id(owner) * 31 + hash(key), (owner, key, {}))[2][name] = delta * periods
+    for owner, key, moves in keys.values():
+        tag = dict(key)
+        for name, x in moves.items():
+            tag[name] += x
+        if isinstance(owner, StageRing):
+            owner.credits[tag_key(tag)] = owner.credits.pop(key)
+        else:
+            owner.key = tag_key(tag)
+
+
+_STAGE_FIELDS = (
+    "tag",
+    "key",
+    "expected_bytes",
+    "arrivals",
+    "commits",
+    "full",
+    "releases",
+    "expected_releases",
+    "open_ns",
+    "full_ns",
+)
+
+
+def _shift_ring(ring: StageRing, shift: float, opens: int) -> dict[int, Stage]:
+    """Advance ``ring`` by ``opens`` stage occupancies: each occupant moves to the stage its sequence
+    number lands on. Returns old stage (by id) -> the stage object now holding its occupant."""
+    n = len(ring.stages)
+    ring.opened += opens
+    old = [(st, st.open_gen >= 0, st.index + n * (st.open_gen if st.open_gen >= 0 else st.freed),
+            tuple(getattr(st, f) for f in _STAGE_FIELDS)) for st in ring.stages]  # fmt: skip
+    moved: dict[int, Stage] = {}
+    for st, is_open, seq, values in old:
+        new_seq = seq + opens
+        target = ring.stages[new_seq % n]
+        for f, v in zip(_STAGE_FIELDS, values, strict=True):
+            setattr(target, f, v)
+        target.freed = new_seq // n
+        target.open_gen = new_seq // n if is_open else -1
+        if is_open:
+            target.open_ns += shift
+            target.full_ns += shift
+            if target.tag is not None:
+                target.key = tag_key(target.tag)
+        moved[id(st)] = target
+    return moved
+
+
+def _shift_event_barrier(b: EventBarrier, d_tile: int, periods: int) -> None:
+    if not d_tile:
+        return
+    step = d_tile // periods
+    total = d_tile
+    keys = [k for k in b.arrivals if len(k) == 1 and type(k[0]) is int]
+    top = max((k[0] for k in keys), default=None)
+    new: dict[tuple, int] = {}
+    for k, c in b.arrivals.items():
+        if k in keys and c < b.count:
+            new[(k[0] + total,)] = c
+        else:
+            new[k] = c
+    if top is not None:
+        for k in keys:
+            c = b.arrivals[k]
+            if c >= b.count and k[0] > top - step:
+                for m in range(1, periods + 1):
+                    new.setdefault((k[0] + m * step,), c)
+    b.arrivals = new
+    b.waiters = {
+        ((k[0] + total,) if len(k) == 1 and type(k[0]) is int else k): v for k, v in b.waiters.items()
+    }

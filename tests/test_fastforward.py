@@ -1,0 +1,170 @@
+"""Fast-forward against the exact event-by-event run: every shipped schedule, random problems and parameters.
+
+The fast-forward skips whole periods only after seeing the state repeat, so the two runs must agree
+on the time and on every utilization and byte counter (within 0.5%; in practice to float noise).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusim.arch import load_arch
+from gpusim.errors import GpusimError, SimulationLimitExceeded
+from gpusim.report.trace import trace_events
+from gpusim.schedule.load import _read_spec, load_schedule, schedule_path
+from gpusim.sim.engine import simulate
+from gpusim.summarize import summarize
+
+TOLERANCE = 0.005
+
+# Problems with long loops but few tiles: the fast-forward has periods to skip and each run stays small.
+PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
+    "gemm_sync": st.fixed_dictionaries(
+        {
+            "M": st.sampled_from([256, 384, 1000]),
+            "N": st.sampled_from([256, 512]),
+            "K": st.sampled_from([2048, 4096, 4000]),
+        }
+    ),
+    "gemm_cp_async": st.fixed_dictionaries(
+        {
+            "M": st.sampled_from([512, 1000]),
+            "N": st.sampled_from([512, 768]),
+            "K": st.sampled_from([2048, 4096]),
+            "STAGES": st.sampled_from([3, 4]),
+        }
+    ),
+    "gemm_ws_pingpong": st.fixed_dictionaries(
+        {
+            "M": st.sampled_from([512, 1024, 1000]),
+            "N": st.sampled_from([512, 1024]),
+            "K": st.sampled_from([4096, 8192, 6000]),
+            "STAGES": st.sampled_from([4, 6, 7]),
+        }
+    ),
+    "gemm_ws_cooperative": st.fixed_dictionaries(
+        {
+            "M": st.sampled_from([512, 1024]),
+            "N": st.sampled_from([512, 1024, 1000]),
+            "K": st.sampled_from([4096, 8192]),
+            "STAGES": st.sampled_from([4, 5]),
+        }
+    ),
+    "gemm_tcgen05": st.fixed_dictionaries(
+        {
+            "M": st.sampled_from([512, 1024]),
+            "N": st.sampled_from([512, 1024]),
+            "K": st.sampled_from([4096, 8192]),
+        }
+    ),
+    "gemm_fp8_deepgemm": st.fixed_dictionaries(
+        {
+            "M": st.sampled_from([512, 1024]),
+            "N": st.sampled_from([512, 1024]),
+            "K": st.sampled_from([4096, 8192]),
+        }
+    ),
+    "attn_fa2_fwd": st.fixed_dictionaries(
+        {
+            "batch": st.just(1),
+            "heads": st.sampled_from([1, 2]),
+            "seqlen_q": st.sampled_from([2048, 4096, 3000]),
+            "causal": st.booleans(),
+        }
+    ),
+    "attn_fa2_bwd": st.fixed_dictionaries(
+        {
+            "batch": st.just(1),
+            "heads": st.sampled_from([1, 2]),
+            "seqlen_q": st.sampled_from([2048, 4096]),
+            "causal": st.booleans(),
+        }
+    ),
+    "attn_fa3_fwd": st.fixed_dictionaries(
+        {
+            "batch": st.just(1),
+            "heads": st.sampled_from([1, 2]),
+            "seqlen_q": st.sampled_from([4096, 8192, 5000]),
+            "head_dim": st.sampled_from([64, 128, 256]),
+            "causal": st.booleans(),
+        }
+    ),
+    "attn_fa4_fwd": st.fixed_dictionaries(
+        {
+            "batch": st.just(1),
+            "heads": st.sampled_from([1, 2]),
+            "seqlen_q": st.sampled_from([4096, 8192]),
+            "causal": st.booleans(),
+        }
+    ),
+    "mla_decode_flashmla": st.fixed_dictionaries(
+        {"batch": st.sampled_from([2, 4, 8]), "seqlen_kv": st.sampled_from([8192, 16384, 10000])}
+    ),
+    "stream": st.fixed_dictionaries({"bytes": st.sampled_from([2**24, 3 * 2**23, 2**25])}),
+}
+
+
+def _run(name: str, problem: dict[str, Any], exact: bool, record: bool = False):
+    arch = load_arch(_read_spec(schedule_path(name)).reference_arch)
+    return simulate(load_schedule(name, arch, problem), arch, exact=exact, record=record)
+
+
+def _assert_agree(name: str, problem: dict[str, Any]) -> None:
+    try:
+        exact_run = _run(name, problem, exact=True)
+    except GpusimError:
+        return  # a refused combination is refused the same way either way; nothing to compare
+    ff_run = _run(name, problem, exact=False)
+    a, b = summarize(exact_run), summarize(ff_run)
+    where = f"{name} {problem}: fast-forward vs exact"
+    assert b.time_us == pytest.approx(a.time_us, rel=TOLERANCE), where
+    for unit, value in a.utilization.items():
+        assert b.utilization[unit] == pytest.approx(value, rel=TOLERANCE, abs=1e-4), f"{where}: {unit}"
+    for counter in ("hbm_read_bytes", "hbm_write_bytes", "hbm_gbps", "l2_gbps", "tflops"):
+        assert getattr(b, counter) == pytest.approx(getattr(a, counter), rel=TOLERANCE), f"{where}: {counter}"
+    assert ff_run.events <= exact_run.events
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_fast_forward_agrees_with_exact(name: str) -> None:
+    """Random problems and parameters of every shipped schedule."""
+
+    @settings(max_examples=3)
+    @given(PROBLEMS[name])
+    def check(problem: dict[str, Any]) -> None:
+        _assert_agree(name, problem)
+
+    check()
+
+
+def test_every_schedule_has_a_fast_forward_strategy() -> None:
+    from gpusim.schedule.load import builtin_schedule_names
+
+    assert set(builtin_schedule_names()) == set(PROBLEMS)
+
+
+def test_fast_forward_skips_periods_and_the_trace_draws_them() -> None:
+    """A long mainloop is fast-forwarded; the recorded trace keeps the detailed periods and draws the
+    skipped spans on their own track."""
+    problem = {"M": 512, "N": 512, "K": 16384}
+    run = _run("gemm_ws_pingpong", problem, exact=False, record=True)
+    exact_run = _run("gemm_ws_pingpong", problem, exact=True)
+    assert run.jumps and run.events < exact_run.events / 3
+    events = trace_events(run)
+    skipped = [e for e in events if e.get("cat") == "fast-forward"]
+    assert len(skipped) == len(run.jumps)
+    assert any(e.get("cat") == "role" for e in events)
+    assert run.kernel_ns == pytest.approx(exact_run.kernel_ns, rel=1e-9)
+
+
+def test_work_limit_counts_events_not_seconds() -> None:
+    """Past its event limit a simulation stops with the limit's name, the same on any machine."""
+    arch = load_arch("h100")
+    sched = load_schedule("gemm_ws_pingpong", arch, {"M": 1024, "N": 1024, "K": 4096})
+    with pytest.raises(SimulationLimitExceeded, match=r"work limit of 500 events.*--max-events"):
+        simulate(sched, arch, exact=True, max_events=500)
+    assert SimulationLimitExceeded.exit_code == 5
