@@ -11,7 +11,7 @@ from typing import Any
 from gpusim.arch import Arch
 from gpusim.compiler.build import BuildReport, KernelReport
 from gpusim.compiler.sass import Loop
-from gpusim.schedule.check import check_schedule
+from gpusim.schedule.check import auto_instr_shape, check_schedule
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import Stmt
 
@@ -88,7 +88,17 @@ def _eval(expr: Any, env: dict[str, Any]) -> Any:
     return expr(env) if callable(expr) else expr
 
 
-def _innermost_mma_loops(sched: Schedule) -> list[_LoopMma]:
+def _instr_shape(sched: Schedule, arch: Arch, mma: Stmt, env: dict[str, Any]) -> list[int]:
+    """The instruction shape of an ``mma`` with ``instr: auto`` (or none): what the schedule checks pick."""
+    args = mma.args
+    unit = arch.tensor_cores.unit(args.unit)
+    spec = unit.dtypes.get(sched.mma_dtype(args.dtype, env)) if unit is not None else None
+    if spec is None:
+        return [int(_eval(e, env)) for e in args.mnk]
+    return list(auto_instr_shape(spec, args, env, mma.where, f"{args.unit}"))
+
+
+def _innermost_mma_loops(sched: Schedule, arch: Arch) -> list[_LoopMma]:
     """Per role, the innermost ``for`` bodies that issue an mma: instructions per iteration per issuing
     thread/warp (what one copy of the SASS loop holds) and the synchronisation ops per iteration."""
     found: list[_LoopMma] = []
@@ -105,9 +115,14 @@ def _innermost_mma_loops(sched: Schedule) -> list[_LoopMma]:
                 continue
             syncs = sum(1 for s in stmt.body if s.op in _SYNC_OPS)
             for mma in mmas:
-                unit = str(mma.args["unit"])
-                mnk = [int(_eval(e, env)) for e in mma.args["mnk"]]
-                instr = [int(_eval(e, env)) for e in mma.args.get("instr", mma.args["mnk"])]
+                args = mma.args
+                unit = str(args.unit)
+                mnk = [int(_eval(e, env)) for e in args.mnk]
+                instr = (
+                    _instr_shape(sched, arch, mma, env)
+                    if args.instr == "auto" or args.instr is None
+                    else [int(_eval(e, env)) for e in args.instr]
+                )
                 count = math.prod(a / b for a, b in zip(mnk, instr, strict=True))
                 per_copy = (
                     count / warps if unit == "mma_sync" else count
@@ -224,7 +239,7 @@ def check_against_build(
                 not res.spills,
             )
         )
-    for loop_mma in _innermost_mma_loops(sched):
+    for loop_mma in _innermost_mma_loops(sched, arch):
         prefixes = _TENSOR_PREFIX.get(loop_mma.unit, ())
         loop = _mainloop(kernel, prefixes)
         if loop is None:
