@@ -98,7 +98,7 @@ def _schedule_keys(schedule: str) -> set[str]:
     from gpusim.schedule.load import read_spec
 
     spec = read_spec(schedule)
-    return {*spec.problem, *spec.params}
+    return {*spec.problem, *spec.params, *(getattr(spec, "aliases", None) or {})}
 
 
 def _point(row: AblationRow, index: int) -> Point | str:

@@ -60,7 +60,7 @@ def _spec_keys(schedule: str) -> set[str]:
     from gpusim.schedule.load import read_spec
 
     spec = read_spec(schedule)
-    return {*spec.problem, *spec.params}
+    return {*spec.problem, *spec.params, *(getattr(spec, "aliases", None) or {})}
 
 
 def _named(schedule: str, values: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
