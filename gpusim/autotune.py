@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpusim.arch import Arch
+from gpusim.dtypes import canonical_dtype
 from gpusim.errors import GpusimError, InputError, ScheduleRefused
 from gpusim.report.summary import Prediction, summarize
 from gpusim.schedule.load import _read_spec as read_spec
@@ -37,7 +38,13 @@ GEMM_CANDIDATES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
     ("gemm_ws_pingpong", ({}, {"BN": 256, "STAGES": 4}, {"CLUSTER_N": 1})),
     ("gemm_cp_async", ({}, {"BM": 128, "BN": 128, "STAGES": 4}, {"BM": 256, "BN": 128, "STAGES": 3})),
     ("gemm_sync", ({}, {"BN": 128, "CTAS_PER_SM": 2})),
+    ("gemm_tf32", ({}, {"STAGES": 4, "BM": 128, "BN": 64})),
+    ("gemm_simt_fp32", ({}, {"BM": 64, "BN": 128, "CTAS_PER_SM": 3})),
 )
+# 4-byte operands (tf32, fp32): the TMA / tcgen05 schedules keep 128-byte k-tile rows (BK=32), as
+# CUTLASS's sm90 / sm100 tf32 kernels do; their 64-element default would not fit shared memory.
+FOUR_BYTE_BK = {"gemm_tcgen05": 32, "gemm_ws_cooperative": 32, "gemm_ws_pingpong": 32}
+CUDA_CORE_DTYPES = ("fp32", "tf32")  # gemm_simt_fp32 serves these (tf32 where no TF32 tensor cores exist)
 SPLIT_CHOICES = (2, 4, 8, 16)
 AUTO_KINDS = ("auto", "auto:gemm", "auto:attn")
 
@@ -85,10 +92,16 @@ def search_gemm(
                          "set for auto; name a schedule to set its parameters")  # fmt: skip
     tried: list[Candidate] = []
     best: Prediction | None = None
+    dtype = canonical_dtype(str(problem["dtype"])) if "dtype" in problem else ""
+    four_byte = dtype in CUDA_CORE_DTYPES
     for name, choices in GEMM_CANDIDATES:
-        options = list(choices)
+        if name == "gemm_simt_fp32" and dtype not in CUDA_CORE_DTYPES:
+            continue
+        options = [
+            {**c, "BK": FOUR_BYTE_BK[name]} if four_byte and name in FOUR_BYTE_BK else c for c in choices
+        ]
         if "SPLITS" in read_spec(schedule_path(name)).params:
-            options += [{**c, "SPLITS": s} for c in choices[:2] for s in SPLIT_CHOICES]
+            options += [{**c, "SPLITS": s} for c in options[:2] for s in SPLIT_CHOICES]
         for params in options:
             try:
                 sched = load_schedule(name, arch, {**problem, **params})
