@@ -100,6 +100,13 @@ def predict(
     overrides = dict(parse_override(s) for s in sets or [])
     if (sm is not None or window is not None) and plot is None:
         raise InputError("--sm and --window choose what --plot draws; add --plot FILE.png")
+    from gpusim.sequence import is_sequence_file
+
+    if is_sequence_file(schedule):  # a kernel list (kernels:), predicted kernel by kernel
+        if trace is not None or plot is not None:
+            raise InputError("--trace and --plot need one kernel; predict a kernel of the sequence by name")
+        _predict_sequence(schedule, arch, overrides, as_json, datasheet)
+        return
     if is_auto(schedule):
         if trace is not None or plot is not None:
             raise InputError(
@@ -139,6 +146,35 @@ def predict(
     for table in prediction_tables(prediction):
         console.print(table)
     console.print(interval["text"])
+
+
+def _predict_sequence(path: str, arch: str, overrides: dict, as_json: bool, datasheet: bool) -> None:
+    from rich.table import Table
+
+    from gpusim.arch import load_arch
+    from gpusim.report.console import make_console
+    from gpusim.sequence import load_sequence, predict_sequence
+
+    seq = load_sequence(path)
+    result = predict_sequence(seq, load_arch(arch or seq.arch or "h100", calibrated=not datasheet), overrides)
+    if as_json:
+        _print_json(result.as_dict())
+        return
+    table = Table(title=f"{result.name} on {result.arch}: {result.time_us:,.2f} us")
+    for col in ("kernel", "schedule", "launch", "time us", "TFLOPS", "HBM GB/s", "bottleneck"):
+        table.add_column(col)
+    for k in result.kernels:
+        chosen = (k.prediction.choice or {}).get("schedule")
+        table.add_row(
+            k.name if k.repeat == 1 else f"{k.name} x{k.repeat}",
+            f"{k.schedule} -> {chosen}" if chosen else k.schedule,
+            k.launch if not k.launch_hidden_us else f"{k.launch} (-{k.launch_hidden_us:.2f} us)",
+            f"{k.time_us:,.2f}",
+            f"{k.prediction.tflops:,.1f}",
+            f"{k.prediction.hbm_gbps:,.0f}",
+            k.prediction.bottleneck,
+        )
+    make_console().print(table)
 
 
 @app.command("schedules")
