@@ -36,6 +36,7 @@ GEMM_CANDIDATES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
     ),
     ("gemm_ws_cooperative", ({}, {"BN": 256, "STAGES": 3}, {"CLUSTER_M": 1})),
     ("gemm_ws_pingpong", ({}, {"BN": 256, "STAGES": 4}, {"CLUSTER_N": 1})),
+    ("gemm_streamk", ({},)),
     ("gemm_cp_async", ({}, {"BM": 128, "BN": 128, "STAGES": 4}, {"BM": 256, "BN": 128, "STAGES": 3})),
     ("gemm_sync", ({}, {"BN": 128, "CTAS_PER_SM": 2})),
     ("gemm_tf32", ({}, {"STAGES": 4, "BM": 128, "BN": 64})),
@@ -43,7 +44,7 @@ GEMM_CANDIDATES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
 )
 # 4-byte operands (tf32, fp32): the TMA / tcgen05 schedules keep 128-byte k-tile rows (BK=32), as
 # CUTLASS's sm90 / sm100 tf32 kernels do; their 64-element default would not fit shared memory.
-FOUR_BYTE_BK = {"gemm_tcgen05": 32, "gemm_ws_cooperative": 32, "gemm_ws_pingpong": 32}
+FOUR_BYTE_BK = {"gemm_tcgen05": 32, "gemm_ws_cooperative": 32, "gemm_ws_pingpong": 32, "gemm_streamk": 32}
 CUDA_CORE_DTYPES = ("fp32", "tf32")  # gemm_simt_fp32 serves these (tf32 where no TF32 tensor cores exist)
 SPLIT_CHOICES = (2, 4, 8, 16)
 AUTO_KINDS = ("auto", "auto:gemm", "auto:attn")

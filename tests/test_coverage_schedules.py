@@ -83,3 +83,19 @@ def test_gqa_packing_puts_a_kv_heads_query_heads_in_one_cta_and_splits_fill_the_
     assert gqa.env["ROWS"] == 8 and gqa.env["MB"] == 1
     assert gqa.env["SPLITS"] == 132 // (8 * 4)  # 32 CTAs: split KV to cover the SMs once
     assert gqa.launch.num_units == 8 * 4 and gqa.launch.splits == gqa.env["SPLITS"]
+
+
+def test_stream_k_covers_every_k_iteration_once_and_fills_a_part_empty_wave() -> None:
+    from gpusim.sim.scheduler import plan_work
+
+    arch = load_arch("h100")
+    problem = {"M": 1536, "N": 1536, "K": 2048}
+    sched = load_schedule("gemm_streamk", arch, problem)
+    plan = plan_work(sched, arch, group_identical=False)
+    iters = sum(u["k_iters"] for slot in plan.slot_lists for cu in slot for u in cu)
+    assert iters == sched.env["TILES"] * sched.env["KT"]
+    assert max(sum(cu[0]["k_iters"] for cu in slot) for slot in plan.slot_lists) == sched.env["ITERS_PER_CTA"]
+    streamk = _predict("gemm_streamk", "h100", **problem)
+    data_parallel = _predict("gemm_ws_cooperative", "h100", **problem, CLUSTER_M=1)
+    assert sched.env["TILES"] < arch.sm_count
+    assert streamk.time_us < data_parallel.time_us

@@ -36,6 +36,7 @@ PROBLEMS: dict[str, dict[str, Any]] = {
     "gemm_simt_fp32": {"M": 1024, "N": 1024, "K": 512},
     "gemm_tf32": {"M": 2048, "N": 2048, "K": 1024},
     "attn_decode_splitkv": {"batch": 4, "seqlen_kv": 4096, "PAGE_SIZE": 16},
+    "gemm_streamk": {"M": 1536, "N": 1536, "K": 2048},
 }
 
 

@@ -26,6 +26,7 @@ NEEDS = {
     "gemm_simt_fp32": (lambda a: True, ""),
     "gemm_tf32": (lambda a: a.features.cp_async and a.generation != "volta", "no tf32 path|cp.async"),
     "attn_decode_splitkv": (lambda a: a.features.wgmma, "wgmma does not exist"),
+    "gemm_streamk": (lambda a: a.features.wgmma, "wgmma does not exist"),
 }
 SMALL = {
     "stream": {"bytes": 4 * 2**20},
