@@ -99,3 +99,25 @@ def test_stream_k_covers_every_k_iteration_once_and_fills_a_part_empty_wave() ->
     data_parallel = _predict("gemm_ws_cooperative", "h100", **problem, CLUSTER_M=1)
     assert sched.env["TILES"] < arch.sm_count
     assert streamk.time_us < data_parallel.time_us
+
+
+def test_fa3_backward_counts_two_and_a_half_forwards_and_causal_skips_half_the_blocks() -> None:
+    arch = load_arch("h100")
+    problem = {"batch": 2, "heads": 16, "seqlen_q": 2048}  # 512 CTAs: several waves
+    bwd = load_schedule("attn_fa3_bwd", arch, problem)
+    fwd = load_schedule("attn_fa3_fwd", arch, problem)
+    assert bwd.flops == pytest.approx(2.5 * fwd.flops)
+    full = summarize(simulate(bwd, arch))
+    causal = _predict("attn_fa3_bwd", "h100", **problem, causal=1)
+    assert 0.4 * full.time_us < causal.time_us < 0.75 * full.time_us
+
+
+def test_fa3_backward_adds_every_dq_partial_into_dqaccum() -> None:
+    """The dQ path: one fp32 reduce-add of BM x head_dim per (m-block, n-block) pair."""
+    arch = load_arch("h100")
+    sched = load_schedule("attn_fa3_bwd", arch, {"batch": 1, "heads": 1, "seqlen_q": 1024})
+    env = sched.env
+    p = summarize(simulate(sched, arch))
+    dq_bytes = env["NUM_N"] * 1024 * 128 * 4
+    written = p.hbm_gbps * p.time_us * 1e3  # every byte the kernel moved through HBM
+    assert written >= dq_bytes
