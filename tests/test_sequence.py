@@ -81,11 +81,17 @@ def test_bad_sequence_files_are_refused_naming_the_field(tmp_path: Path, text: s
         load_sequence(_write(tmp_path, text))
 
 
-def test_the_layer_tutorial_parses_with_every_schedule_known() -> None:
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).parent.parent / "examples").glob("*.yaml")), ids=lambda p: p.stem
+)
+def test_example_sequences_parse_with_every_schedule_and_symbol_known(path: Path) -> None:
     from gpusim.autotune import is_auto
     from gpusim.schedule.load import builtin_schedule_names
+    from gpusim.sequence import resolve_sets
 
-    path = Path(__file__).parent.parent / "examples" / "llama3_8b_decode_layer.yaml"
     seq = load_sequence(path)
-    assert len(seq.kernels) == 9
-    assert all(is_auto(k.schedule) or k.schedule in builtin_schedule_names() for k in seq.kernels)
+    assert seq.kernels
+    for step in seq.kernels:
+        assert is_auto(step.schedule) or step.schedule in builtin_schedule_names()
+        resolved = resolve_sets(step, seq.problem, step.name)
+        assert all(not isinstance(v, str) or k in ("dtype", "op") for k, v in resolved.items()), resolved
