@@ -1,4 +1,9 @@
-"""Errors that gpusim reports to users as one clear line (the CLI exits with status 2)."""
+"""Errors that gpusim reports to users as one clear line; each class carries the CLI's exit status.
+
+Exit statuses (``gpusim --help`` lists them): 0 ok, 2 bad input or usage, 3 refused by a hardware or
+budget check, 4 deadlock, 5 over a limit (simulated work or time). Every error is picklable and can be
+rebuilt from its ``args`` (so it crosses process pools intact).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,9 @@ from pydantic import ValidationError
 
 class GpusimError(Exception):
     """A user-facing error: bad input, an unknown name, or a schedule that does not fit."""
+
+    exit_code: int = 2
+    """The ``gpusim`` command's exit status for this error."""
 
 
 class InputError(GpusimError):
@@ -26,20 +34,41 @@ class UnknownNameError(InputError):
         hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(known_list)}"
         prefix = f"{where}: " if where else ""
         super().__init__(f"{prefix}unknown {kind} '{name}'; {hint}")
+        self.args = (kind, name, tuple(known_list), where)  # rebuilt from these when unpickled
+        self.message = f"{prefix}unknown {kind} '{name}'; {hint}"
         self.name = name
         self.suggestion = close[0] if close else None
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class ScheduleRefused(GpusimError):
     """A schedule that does not fit the hardware or is not legal on the arch."""
 
+    exit_code = 3
+
 
 class DeadlockError(GpusimError):
     """The simulation stopped with roles still blocked."""
 
+    exit_code = 4
 
-class SimulationTimeout(GpusimError):
+
+class LimitExceeded(GpusimError):
+    """A simulation or search ran past a limit its caller set (simulated work, or a deadline)."""
+
+    exit_code = 5
+
+
+class SimulationTimeout(LimitExceeded):
     """A simulation ran past the wall-clock limit its caller gave it."""
+
+
+EXIT_CODES_HELP = (
+    "Exit status: 0 ok; 2 bad input or usage; 3 refused by a hardware or budget check; "
+    "4 deadlock; 5 over a limit."
+)
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:

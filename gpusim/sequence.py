@@ -34,7 +34,7 @@ from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.errors import InputError, ScheduleRefused
-from gpusim.report.summary import Prediction
+from gpusim.result import Prediction
 from gpusim.schedule.expr import ExprError, as_expr
 from gpusim.yamlio import read_yaml_mapping
 
@@ -208,41 +208,39 @@ def resolve_sets(step: KernelStep, symbols: dict[str, Any], where: str) -> dict[
 
 
 def predict_kernel(schedule: str, arch: Arch, overrides: dict[str, Any]) -> Prediction:
-    """The single-kernel prediction path (auto searches and named schedules); the one adapter this module
-    has to the engine."""
-    from gpusim.autotune import is_auto, predict_auto
-    from gpusim.report.summary import summarize
-    from gpusim.schedule.load import load_schedule
-    from gpusim.sim.engine import simulate
+    """One kernel through the single-kernel prediction path (:func:`gpusim.predict`), time-only."""
+    from gpusim.api import predict
 
-    if is_auto(schedule):
-        return predict_auto(schedule, arch, overrides)
-    return summarize(simulate(load_schedule(schedule, arch, overrides), arch))
+    keep = "calibrated" if arch.calibration.origin == "calibrated" else "datasheet"  # the costs arch carries
+    return predict(schedule, arch, costs=keep, attribute=False, **overrides)
 
 
 def predict_sequence(
-    seq: Sequence, arch: Arch, overrides: dict[str, Any] | None = None
+    seq: Sequence, arch: str | Arch, overrides: dict[str, Any] | None = None, *, costs: str = "calibrated"
 ) -> SequencePrediction:
-    """Predict every kernel of ``seq`` on ``arch`` and combine them with their launches."""
+    """Predict every kernel of ``seq`` on ``arch`` (with ``costs``) and combine them with their launches."""
+    from gpusim.api import load_arch
+
     unknown = sorted(set(overrides or {}) - set(seq.problem))
     if unknown:
         raise InputError(
             f"--set {unknown[0]}: not a symbol of {seq.source} (its problem: {', '.join(seq.problem)})"
         )
+    arch_obj = arch if isinstance(arch, Arch) else load_arch(arch, costs=costs)
     symbols = {**seq.problem, **(overrides or {})}
-    result = SequencePrediction(name=seq.name, arch=arch.id)
+    result = SequencePrediction(name=seq.name, arch=arch_obj.id)
     previous: Prediction | None = None
     for i, step in enumerate(seq.kernels):
         where = f"{seq.source}: kernels[{i}] ({step.name})"
-        if step.launch == "pdl" and arch.sm_version < PDL_MIN_SM_VERSION:
+        if step.launch == "pdl" and arch_obj.sm_version < PDL_MIN_SM_VERSION:
             raise ScheduleRefused(
                 f"{where}: launch: pdl needs programmatic dependent launch (compute capability 9.0+), "
-                f"{arch.id} is sm_{arch.sm_version}"
+                f"{arch_obj.id} is sm_{arch_obj.sm_version}"
             )
-        prediction = predict_kernel(step.schedule, arch, resolve_sets(step, symbols, where))
+        prediction = predict_kernel(step.schedule, arch_obj, resolve_sets(step, symbols, where))
         hidden_us = 0.0
         if step.launch == "pdl" and previous is not None:
-            launch_us = arch.calibration.launch_overhead_ns / 1000
+            launch_us = arch_obj.calibration.launch_overhead_ns / 1000
             previous_kernel_us = previous.time_us - launch_us
             hidden_us = min(launch_us, max(0.0, previous_kernel_us))
         result.kernels.append(

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.autotune import search_gemm
-from gpusim.report.summary import summarize
 from gpusim.schedule.load import load_schedule
-from gpusim.sim.engine import simulate
 
 SMALL_GEMM = {"M": 1024, "N": 1024, "K": 512}
 
 
 def _predict(name: str, arch_id: str, **problem):
-    arch = load_arch(arch_id)
-    return summarize(simulate(load_schedule(name, arch, problem), arch))
+    return predict(name, arch_id, costs="datasheet", attribute=False, **problem)
 
 
 def test_simt_sgemm_is_bounded_by_the_fp32_pipe_not_memory() -> None:
@@ -107,7 +105,7 @@ def test_fa3_backward_counts_two_and_a_half_forwards_and_causal_skips_half_the_b
     bwd = load_schedule("attn_fa3_bwd", arch, problem)
     fwd = load_schedule("attn_fa3_fwd", arch, problem)
     assert bwd.flops == pytest.approx(2.5 * fwd.flops)
-    full = summarize(simulate(bwd, arch))
+    full = _predict("attn_fa3_bwd", "h100", **problem)
     causal = _predict("attn_fa3_bwd", "h100", **problem, causal=1)
     assert 0.4 * full.time_us < causal.time_us < 0.75 * full.time_us
 
@@ -117,7 +115,7 @@ def test_fa3_backward_adds_every_dq_partial_into_dqaccum() -> None:
     arch = load_arch("h100")
     sched = load_schedule("attn_fa3_bwd", arch, {"batch": 1, "heads": 1, "seqlen_q": 1024})
     env = sched.env
-    p = summarize(simulate(sched, arch))
+    p = _predict("attn_fa3_bwd", "h100", batch=1, heads=1, seqlen_q=1024)
     dq_bytes = env["NUM_N"] * 1024 * 128 * 4
     written = p.hbm_gbps * p.time_us * 1e3  # every byte the kernel moved through HBM
     assert written >= dq_bytes

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gpusim.api import load_arch as gpusim_load_arch
 from gpusim.arch import load_arch
 from gpusim.errors import InputError, ScheduleRefused
 from gpusim.sequence import load_sequence, predict_kernel, predict_sequence
@@ -41,7 +42,7 @@ def test_sequence_time_is_the_sum_of_its_kernels_launches_included(tmp_path: Pat
 
 
 def test_pdl_hides_the_dependent_launch_behind_the_previous_kernel(tmp_path: Path) -> None:
-    arch = load_arch("h100", calibrated=True)  # the fitted per-launch cost (the datasheet has none)
+    arch = gpusim_load_arch("h100", costs="calibrated")  # the fitted per-launch cost (the datasheet has none)
     assert arch.calibration.launch_overhead_ns > 0
     plain = predict_sequence(load_sequence(_write(tmp_path, SEQ.replace("{launch}", "stream"))), arch)
     pdl = predict_sequence(load_sequence(_write(tmp_path, SEQ.replace("{launch}", "pdl"))), arch)

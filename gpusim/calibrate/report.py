@@ -77,3 +77,8 @@ def calibrate_text(result: dict[str, Any]) -> str:
     if result.get("written"):
         lines.append(f"  wrote {result['written']}")
     return "\n".join(lines)
+
+
+def validate_csv_rows(results: list[Any]) -> list[dict[str, Any]]:
+    """One CSV row per measured row: where it came from, measured and predicted time, error, costs."""
+    return [r.as_dict() for r in results]

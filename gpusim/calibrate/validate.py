@@ -6,12 +6,14 @@ import multiprocessing
 import os
 import time
 from collections import Counter, defaultdict
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from gpusim.arch import Arch, load_arch, resolve_arch_id
+from gpusim.api import load_arch
+from gpusim.arch import Arch, resolve_arch_id
 from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement, read_measurements
 from gpusim.calibrate.predictor import Predictor, Skip
@@ -73,7 +75,7 @@ def arch_for(name: str, costs: Costs, cache: dict[str, Arch | str]) -> Arch:
     if hit is not None:
         return hit
     try:
-        arch = load_arch(resolve_arch_id(name), calibrated=(costs == "calibrated"))
+        arch = load_arch(resolve_arch_id(name), costs=costs)
     except UnknownNameError:
         cache[key] = f"unknown arch '{name}'"
         raise Skip(cache[key]) from None
@@ -95,13 +97,17 @@ def precheck(m: Measurement) -> str | None:
 
 
 def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_filter: str | None = None,
-                  predictor: Predictor | None = None, arch_override: Arch | None = None) -> list[RowResult]:  # fmt: skip
-    """Predict each row (``arch_override``: use this Arch for every row of its id)."""
+                  predictor: Predictor | None = None, arch_override: Arch | None = None,
+                  on_progress: Callable[[int, int], None] | None = None) -> list[RowResult]:  # fmt: skip
+    """Predict each row (``arch_override``: use this Arch for every row of its id;
+    ``on_progress(done, total)`` after each row)."""
     predictor = predictor or Predictor()
     arch_cache: dict[str, Arch | str] = {}
     wanted = resolve_arch_id(arch_filter) if arch_filter else None
     results: list[RowResult] = []
-    for m in rows:
+    for done, m in enumerate(rows):
+        if on_progress is not None:
+            on_progress(done, len(rows))
         fam = family_of(m.schedule)
         res = RowResult(m, m.arch, fam, None, None, None)
         results.append(res)
@@ -186,7 +192,9 @@ def _row_key(m: Measurement) -> tuple[Any, ...]:
 
 def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_filter: str | None = None,
                  jobs: int | None = None,
-                 row_timeout_s: float | None = DEFAULT_ROW_TIMEOUT_S) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
+                 row_timeout_s: float | None = DEFAULT_ROW_TIMEOUT_S,
+                 on_progress: Callable[[int, int], None] = lambda done, total: None,
+                 ) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
     """Read, predict and summarise; the summary carries the wall time and simulation count.
 
     Rows are predicted in ``jobs`` processes (default: the CPU count); rows with the same problem go
@@ -202,12 +210,22 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         parts: list[list[Measurement]] = [[] for _ in range(jobs)]
         for m in rows:
             parts[slot.get(_row_key(m), 0)].append(m)
+        outs = []
+        done_rows = 0
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            outs = list(pool.map(_worker, [(p, costs, arch_filter, row_timeout_s) for p in parts]))
+            futures = [pool.submit(_worker, (p, costs, arch_filter, row_timeout_s)) for p in parts]
+            on_progress(0, len(rows))
+            for future in as_completed(futures):
+                outs.append(future.result())
+                done_rows += len(outs[-1][0])
+                on_progress(done_rows, len(rows))
         results = sorted((r for out, _ in outs for r in out), key=lambda r: r.m.index)
         simulations = sum(n for _, n in outs)
     else:
-        results, simulations = _worker((rows, costs, arch_filter, row_timeout_s))
+        predictor = Predictor(row_timeout_s)
+        results = validate_rows(rows, costs=costs, arch_filter=arch_filter, predictor=predictor,
+                                on_progress=on_progress)  # fmt: skip
+        simulations = predictor.simulations
     summary = summarize_results(results)
     summary["costs"] = costs
     summary["files"] = [str(p) for p in paths]
