@@ -208,11 +208,11 @@ def resolve_sets(step: KernelStep, symbols: dict[str, Any], where: str) -> dict[
 
 
 def predict_kernel(schedule: str, arch: Arch, overrides: dict[str, Any]) -> Prediction:
-    """One kernel through the single-kernel prediction path (:func:`gpusim.predict`), time-only."""
+    """One kernel through the single-kernel prediction path (:func:`gpusim.predict`)."""
     from gpusim.api import predict
 
     keep = "calibrated" if arch.calibration.origin == "calibrated" else "datasheet"  # the costs arch carries
-    return predict(schedule, arch, costs=keep, attribute=False, **overrides)
+    return predict(schedule, arch, costs=keep, **overrides)
 
 
 def predict_sequence(
