@@ -23,8 +23,8 @@ _EXPORTS = {
     "load_schedule": "gpusim.api",
     "schedules": "gpusim.api",
     "archs": "gpusim.api",
-    "read_measurements": "gpusim.api",
-    "validate": "gpusim.api",
+    "read_measurements": "gpusim.calibrate.measurements",
+    "validate": "gpusim.calibrate.validate",
     "plot_timeline": "gpusim.figures",
     "write_trace": "gpusim.figures",
     "plot_compare": "gpusim.figures",
@@ -76,8 +76,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from gpusim.api import archs, load_arch, load_schedule, predict, read_measurements, schedules, validate
+    from gpusim.api import archs, load_arch, load_schedule, predict, schedules
     from gpusim.arch import Arch, all_archs, builtin_arch_ids
+    from gpusim.calibrate.measurements import read_measurements
+    from gpusim.calibrate.validate import validate
     from gpusim.comparison import CompareRow, Comparison, Variant, compare
     from gpusim.errors import DeadlockError, GpusimError, InputError, LimitExceeded, ScheduleRefused
     from gpusim.figures import plot_compare, plot_roofline, plot_timeline, roofline_point, write_trace

@@ -26,6 +26,7 @@ from gpusim.errors import GpusimError, InputError
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.load import builtin_schedule_names, read_spec, resolve
+from gpusim.schedule.load import load_schedule as resolve_file
 from gpusim.schedule.schema import ScheduleSpec
 from gpusim.summarize import predict_resolved
 
@@ -78,10 +79,7 @@ def _resolve_schedule(schedule: ScheduleLike, arch: Arch, problem: dict[str, Any
             raise InputError(f"schedule '{schedule.name}' was resolved without a file; pass its spec instead")
         problem = {**schedule.overrides, **problem}
         schedule = schedule.source
-    spec = read_spec(schedule)
-    path = Path(schedule) if isinstance(schedule, Path) or "/" in str(schedule) or str(schedule).endswith(
-        (".yaml", ".yml")) else None  # fmt: skip
-    return resolve(spec, arch, problem, path)
+    return resolve_file(str(schedule), arch, problem)
 
 
 def predict(
@@ -94,6 +92,7 @@ def predict(
     attribute: bool = True,
     deadline_s: float | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    resources: Any = None,
     **problem: Any,
 ) -> Prediction:
     """Predict ``schedule`` on ``arch`` for ``problem`` (problem sizes and schedule parameters).
@@ -108,6 +107,9 @@ def predict(
     - ``attribute``: compute the critical-path attribution and verdict (off: time-only, faster).
     - ``deadline_s``: a ``time.perf_counter()`` value past which the simulation stops (LimitExceeded).
     - ``on_progress(done, total)``: called as an ``auto:*`` search goes (progress bars).
+    - ``resources``: a build of the kernel (a path gpusim.compiler.inspect_file reads, or its
+      BuildReport): its compiled registers and shared memory replace the schedule's budgets for
+      occupancy and refusals (gpusim.compiler.with_build).
 
     Raises InputError (bad input), ScheduleRefused (hardware or budget check), DeadlockError or
     LimitExceeded; all are :class:`gpusim.GpusimError`.
@@ -117,6 +119,10 @@ def predict(
         return _predict_auto(schedule, arch_obj, problem, record=record, exact=exact, attribute=attribute,
                              deadline_s=deadline_s, on_progress=on_progress)  # fmt: skip
     sched = _resolve_schedule(schedule, arch_obj, problem)
+    if resources is not None:  # a real build's registers and shared memory (gpusim/compiler/with_build.py)
+        from gpusim.compiler.with_build import schedule_with_build
+
+        sched, _ = schedule_with_build(sched, arch_obj, resources)
     return predict_resolved(sched, arch_obj, record=record, exact=exact, attribute=attribute,
                             deadline_s=deadline_s)  # fmt: skip
 
@@ -153,23 +159,6 @@ def problem_keys(schedule: ScheduleLike) -> tuple[str, ...]:
     return tuple(default_problem(schedule))
 
 
-def read_measurements(files: list[str | Path]) -> list[Any]:
-    """Measured rows of measurement CSV files (the format of ``data/measurements/*.csv``)."""
-    from gpusim.calibrate.measurements import read_measurements as read
-
-    return read(list(files))
-
-
-def validate(rows: list[Any], *, costs: str = "calibrated") -> list[Any]:
-    """Predict measured rows (from :func:`read_measurements`) and return one result per row: measured
-    and predicted time, error, family, or why it was skipped (``gpusim validate`` in Python)."""
-    from gpusim.calibrate.validate import validate_rows
-
-    if costs not in ("calibrated", "datasheet"):
-        raise InputError(f"costs '{costs}': expected 'calibrated' or 'datasheet'")
-    return validate_rows(rows, costs=costs)  # type: ignore[arg-type]
-
-
 __all__ = [
     "ArchLike",
     "ScheduleLike",
@@ -179,8 +168,6 @@ __all__ = [
     "load_schedule",
     "predict",
     "problem_keys",
-    "read_measurements",
     "reference_arch",
     "schedules",
-    "validate",
 ]

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gpusim.compiler import commands as _compiler_commands
 from gpusim.errors import EXIT_CODES_HELP, GpusimError, InputError
 
 app = typer.Typer(
@@ -29,6 +30,7 @@ archs_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(archs_app, name="archs")
+_compiler_commands.register(app)  # gpusim resources / gpusim check (gpusim/compiler/commands.py)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")]
@@ -159,6 +161,10 @@ def predict(
         typer.Option("--window", help="Plot window START_US:END_US (default: ~3 tile periods mid-kernel)."),
     ] = None,
     quiet: QuietFlag = False,
+    resources: Annotated[
+        str | None,
+        typer.Option("--resources", help="Use a build's registers and shared memory (see `resources`)."),
+    ] = None,
 ) -> None:
     """Simulate a schedule on an arch: time and interval, TFLOPS, bandwidth, utilization per unit, and
     the verdict (where the time goes)."""
@@ -180,8 +186,9 @@ def predict(
         return
     record = trace is not None or plot is not None
     with progress_bar(f"{schedule}: searching", quiet or not schedule.startswith("auto")) as progress:
+        build = _compiler_commands.build_for_predict(schedule, arch, resources) if resources else None
         prediction = api_predict(schedule, arch or None, costs=_costs(calibrated, overlay), record=record,
-                                 exact=exact, on_progress=progress, **_overrides(sets))  # fmt: skip
+                                 exact=exact, on_progress=progress, resources=build, **_overrides(sets))  # fmt: skip
     run = prediction.timeline
     if plot is not None:
         from gpusim.report.plot_timeline import plot_timeline
@@ -266,6 +273,33 @@ def schedules_list(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
                 + "\nparams: " + ", ".join(f"{k}={v}" for k, v in r["params"].items()))  # fmt: skip
         table.add_row(r["schedule"], r["reference_arch"], text)
     make_console().print(table)
+
+
+@app.command("schema")
+def schema_cmd(
+    kind: Annotated[str, typer.Argument(help="schedule (default) or arch.")] = "schedule",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the JSON Schema (for editors and checks).")
+    ] = False,
+) -> None:
+    """The schedule format (every op and its fields), or with --json its JSON Schema (also of arch files)."""
+    from gpusim.schedule.jsonschema import arch_json_schema, op_reference, schedule_json_schema
+
+    if kind not in ("schedule", "arch"):
+        raise InputError(f"gpusim schema: unknown kind '{kind}'; expected schedule or arch")
+    if as_json:
+        _print_json(schedule_json_schema() if kind == "schedule" else arch_json_schema())
+        return
+    if kind == "arch":
+        raise InputError(
+            "gpusim schema arch: only --json is available (the arch reference is `gpusim archs show`)"
+        )
+    for op, summary, fields in op_reference():
+        sys.stdout.write(f"{op}: {summary}\n")
+        for name, type_text, default, description in fields:
+            sys.stdout.write(
+                f"    {name:<12} {type_text:<28} {default:<10} {description.splitlines()[0] if description else ''}\n"
+            )
 
 
 @app.command("compare")

@@ -118,7 +118,10 @@ def compare(
 
 
 def build_variants(schedules: list[str], archs: list[str], vs: list[dict[str, Any]]) -> list[Variant]:
-    """Every schedule x arch x (the base, then each ``--vs`` set), labelled by what differs."""
+    """Every schedule x arch (default: the schedule's reference arch) x (the base, then each ``--vs``
+    set), labelled by what differs."""
+    from gpusim.api import reference_arch
+
     if not schedules:
         raise InputError("compare needs at least one schedule")
     sets: list[tuple[str, dict[str, Any], str]] = [("", {}, "--set")]
@@ -128,7 +131,7 @@ def build_variants(schedules: list[str], archs: list[str], vs: list[dict[str, An
         sets += [(", ".join(f"{k}={v}" for k, v in extra.items()), dict(extra), "--vs") for extra in vs]
     out = []
     for schedule in schedules:
-        for arch in archs or [None]:
+        for arch in archs or [reference_arch(schedule)]:
             for set_label, overrides, option in sets:
                 parts = [schedule] if len(schedules) > 1 else []
                 if len(archs) > 1:

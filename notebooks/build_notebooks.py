@@ -57,7 +57,7 @@ def nb_quickstart():
             'print(f"{p.schedule} on {p.arch}: {p.time_us:,.1f} us, {p.tflops:,.1f} TFLOPS, HBM {p.hbm_gbps:,.0f} GB/s, "\n'
             '      f"L2 hit rate {p.l2_hit_rate:.1%}")\n'
             'print("interval:", p.interval.text)\n'
-            'print("costs:", p.costs, "from", p.overlay)\n'
+            'print("costs:", p.costs, "from the overlay", Path(p.overlay).name if p.overlay else None)\n'
             'print("verdict:", p.verdict)\n'
             'for cause, share in sorted(p.attribution.items(), key=lambda kv: -kv[1]):\n'
             '    if share > 0:\n'

@@ -58,7 +58,7 @@ def calibrate_text(result: dict[str, Any]) -> str:
     """A plain-text calibration report."""
     cal = result["calibration"]
     prov = cal["provenance"]
-    lines = [f"calibrated {result['arch']} on {prov['rows_used']} rows (of {prov['rows_usable']} usable) "
+    lines = [f"calibrated {result['arch']} from its datasheet costs on {prov['rows_used']} rows (of {prov['rows_usable']} usable) "
              f"in {result['wall_s']} s ({result['simulations']} simulations)"]  # fmt: skip
     for name in prov["fitted"]:
         lo, hi = prov["bounds"][name]

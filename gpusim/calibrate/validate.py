@@ -16,9 +16,9 @@ from gpusim.api import load_arch
 from gpusim.arch import Arch, resolve_arch_id
 from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement, read_measurements
-from gpusim.calibrate.predictor import Predictor, Skip
+from gpusim.calibrate.predictor import Predictor, Skip, ignored_columns
 from gpusim.calibrate.stats import error_pct, error_stats
-from gpusim.errors import UnknownNameError
+from gpusim.errors import InputError, UnknownNameError
 
 Costs = Literal["datasheet", "calibrated"]
 
@@ -59,6 +59,7 @@ class RowResult:
             "error_pct": None if err is None else round(err, 2),
             "costs": self.costs,
             "skipped": self.skipped,
+            "ignored_columns": ignored_columns(self.m),
         }
 
 
@@ -132,6 +133,14 @@ def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_
             res.skipped = str(exc)
             res.predicted_time_us = None
     return results
+
+
+def validate(rows: list[Measurement], *, costs: Costs = "calibrated") -> list[RowResult]:
+    """Predict measured rows (``gpusim.read_measurements``) in this process: one result per row with
+    measured and predicted time, error and family, or why it was skipped (``gpusim validate`` in Python)."""
+    if costs not in ("calibrated", "datasheet"):
+        raise InputError(f"costs '{costs}': expected 'calibrated' or 'datasheet'")
+    return validate_rows(rows, costs=costs)
 
 
 def summarize_results(results: list[RowResult]) -> dict[str, Any]:

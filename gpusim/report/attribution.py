@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusim.report.intervals import Interval, clip, merge, subtract, total
-from gpusim.report.timeline import _check_recorded, last_sm, sm_end_ns
+from gpusim.report.timeline import check_recorded, last_sm, sm_end_ns
 from gpusim.sim.engine import SimRun
 
 CAUSES = (
@@ -135,7 +135,7 @@ def _round_shares(raw: dict[str, float], digits: int = 4) -> dict[str, float]:
 
 def attribute(run: SimRun) -> Attribution:
     """Attribute the kernel time of a recorded simulation to causes (see the module doc)."""
-    _check_recorded(run)
+    check_recorded(run)
     launch_ns = run.arch.calibration.launch_overhead_ns
     kernel = run.kernel_ns
     crit = last_sm(run)

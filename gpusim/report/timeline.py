@@ -66,14 +66,14 @@ class Lane:
     """For agent lanes: the colour kind of every span."""
 
 
-def _check_recorded(run: SimRun) -> None:
+def check_recorded(run: SimRun) -> None:
     if not run.sms or run.sms[0].ingress is None or run.sms[0].ingress.spans is None:
         raise InputError("timelines need a recorded simulation: simulate(..., record=True)")
 
 
 def agent_lanes(run: SimRun, sm_index: int) -> list[Lane]:
     """The SM's agents that did any work, in display order."""
-    _check_recorded(run)
+    check_recorded(run)
     sm = run.sms[sm_index]
     lanes = []
     for label, kind, pipes in AGENT_LANES:
@@ -92,7 +92,7 @@ def agent_lanes(run: SimRun, sm_index: int) -> list[Lane]:
 
 def role_lanes(run: SimRun, sm_index: int) -> list[Lane]:
     """One lane per role replica on the SM; CTAs of later waves reuse a lane once it is free."""
-    _check_recorded(run)
+    check_recorded(run)
     by_name: dict[str, list[tuple[float, Lane]]] = {}
     order: list[Lane] = []
     runners = [r for r in run.runners if r.sm.index == sm_index and r.spans]
