@@ -9,7 +9,7 @@ import pytest
 from gpusim.api import load_arch as gpusim_load_arch
 from gpusim.arch import load_arch
 from gpusim.errors import InputError, ScheduleRefused
-from gpusim.sequence import load_sequence, predict_kernel, predict_sequence
+from gpusim.sequence import is_sequence_file, load_sequence, predict_kernel, predict_sequence
 
 SEQ = """
 sequence: two_streams
@@ -82,9 +82,16 @@ def test_bad_sequence_files_are_refused_naming_the_field(tmp_path: Path, text: s
         load_sequence(_write(tmp_path, text))
 
 
-@pytest.mark.parametrize(
-    "path", sorted((Path(__file__).parent.parent / "examples").glob("*.yaml")), ids=lambda p: p.stem
+EXAMPLE_SEQUENCES = sorted(
+    p for p in (Path(__file__).parent.parent / "examples").glob("*.yaml") if is_sequence_file(str(p))
 )
+
+
+def test_the_examples_hold_the_layer_and_backward_sequences() -> None:
+    assert {p.stem for p in EXAMPLE_SEQUENCES} >= {"llama3_8b_decode_layer", "fa3_backward", "fa2_backward"}
+
+
+@pytest.mark.parametrize("path", EXAMPLE_SEQUENCES, ids=lambda p: p.stem)
 def test_example_sequences_parse_with_every_schedule_and_symbol_known(path: Path) -> None:
     from gpusim.autotune import is_auto
     from gpusim.schedule.load import builtin_schedule_names
