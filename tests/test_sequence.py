@@ -83,7 +83,9 @@ def test_bad_sequence_files_are_refused_naming_the_field(tmp_path: Path, text: s
 
 
 EXAMPLE_SEQUENCES = sorted(
-    p for p in (Path(__file__).parent.parent / "examples" / "sequences").glob("*.yaml") if is_sequence_file(str(p))
+    p
+    for p in (Path(__file__).parent.parent / "examples" / "sequences").glob("*.yaml")
+    if is_sequence_file(str(p))
 )
 
 
