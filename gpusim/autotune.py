@@ -49,7 +49,7 @@ GEMM_CANDIDATES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
 FOUR_BYTE_BK = {"gemm_tcgen05": 32, "gemm_ws_cooperative": 32, "gemm_ws_pingpong": 32, "gemm_streamk": 32}
 CUDA_CORE_DTYPES = ("fp32", "tf32")  # gemm_simt_fp32 serves these (tf32 where no TF32 tensor cores exist)
 SPLIT_CHOICES = (2, 4, 8, 16)
-AUTO_KINDS = ("auto", "auto:gemm", "auto:attn")
+AUTO_KINDS = ("auto", "auto:gemm", "auto:attn", "auto:attention")
 
 
 @dataclass(frozen=True)

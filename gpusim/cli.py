@@ -543,6 +543,11 @@ def measure_cmd(
     sys.stdout.write(f"wrote {n} rows to {out}\n")
 
 
+from gpusim.explore.commands import register as register_explore_commands  # noqa: E402
+
+register_explore_commands(app)  # sweep, tune, rank-check (gpusim/explore/commands.py)
+
+
 def main() -> None:
     """Entry point: run the app; a gpusim error is one line on stderr and its exit status."""
     try:

@@ -9,6 +9,8 @@ import jsonschema
 import pytest
 
 from gpusim.arch import archs_dir, load_arch
+from gpusim.calibrate.measurements import Measurement
+from gpusim.calibrate.predictor import Skip, ignored_columns, problem_for
 from gpusim.errors import InputError, ScheduleRefused
 from gpusim.schedule.check import check_schedule
 from gpusim.schedule.jsonschema import arch_json_schema, schedule_json_schema
@@ -196,3 +198,31 @@ def test_an_undeclared_symbol_is_refused_before_simulating(tmp_path: Path) -> No
         InputError, match=r"for\.do\[0\]\.wait: 'k < k_ends': unknown symbol 'k_ends'; did you mean 'k_end'"
     ):
         check_schedule(load_schedule(path, arch), arch)
+
+
+def _row(schedule: str, params: dict) -> Measurement:  # type: ignore[type-arg]
+    return Measurement(index=0, file="rows.csv", line=2, source="test", arch="h800", schedule=schedule,
+                       dtype="fp8_e4m3", dims={"M": 4096, "N": 7168, "K": 7168, "batch": 1}, metric="throughput",
+                       value=1.0, unit="TFLOPS", params=params)  # fmt: skip
+
+
+def test_measured_params_use_the_vocabulary_and_aliases() -> None:
+    """A row's BM=128;BN=160 reaches the DeepGEMM schedule as that tile (BLOCK_N is an alias of BN)."""
+    assert problem_for("gemm_fp8_deepgemm", _row("gemm_fp8_deepgemm", {"BM": 128, "BN": 160}))["BN"] == 160
+    assert problem_for("gemm_fp8_deepgemm", _row("gemm_fp8_deepgemm", {"BLOCK_N": 112}))["BN"] == 112
+    arch = load_arch("h800")
+    wide = load_schedule("gemm_fp8_deepgemm", arch, {"BLOCK_M": 128, "BLOCK_N": 160})
+    assert (wide.env["BM"], wide.env["BN"]) == (128, 160)
+
+
+def test_a_row_naming_an_unknown_parameter_is_skipped_with_the_key() -> None:
+    """BOGUS=1 is not silently dropped: the row is skipped naming BOGUS; descriptive keys are kept out."""
+    with pytest.raises(Skip, match="no parameter 'BOGUS'"):
+        problem_for("gemm_fp8_deepgemm", _row("gemm_fp8_deepgemm", {"BOGUS": 1}))
+    with pytest.raises(Skip, match=r"no parameter 'BLOCK_N'.*closest it has is 'BN'"):
+        problem_for("gemm_ws_pingpong", _row("gemm_ws_pingpong", {"BLOCK_N": 64}))
+    kept = problem_for(
+        "gemm_fp8_deepgemm", _row("gemm_fp8_deepgemm", {"app": "DeepSpeech", "bytes_moved": 1})
+    )
+    assert "app" not in kept and kept["M"] == 4096
+    assert ignored_columns(_row("gemm_fp8_deepgemm", {})) == ["batch"]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusim.errors import InputError, UnknownNameError
+from gpusim.resources import builtin_dir
 from gpusim.yamlio import read_yaml_mapping
 
 MAX_DEPTH = 16
@@ -65,9 +66,12 @@ def _merged(data: dict[str, Any], path: Path | None, seen: tuple[Path, ...]) -> 
     return merge(merged, data)
 
 
-def _resolve(ref: str, path: Path | None) -> Path:
-    from gpusim.schedule.load import schedules_dir
+def schedules_dir() -> Path:
+    """Directory of the built-in schedules (and their parts/)."""
+    return builtin_dir("schedules")
 
+
+def _resolve(ref: str, path: Path | None) -> Path:
     if ref.endswith((".yaml", ".yml")):
         target = (path.parent if path else Path.cwd()) / ref
     else:

@@ -15,7 +15,7 @@ from gpusim.errors import InputError, ScheduleRefused, UnknownNameError, format_
 from gpusim.resources import builtin_dir
 from gpusim.schedule.expr import Expr, ExprError, as_expr
 from gpusim.schedule.ir import Barrier, Buffer, Launch, Operand, Role, Schedule
-from gpusim.schedule.program import compile_program
+from gpusim.schedule.program import Stmt, compile_program
 from gpusim.schedule.schema import ScheduleSpec
 from gpusim.yamlio import parse_yaml_text, read_yaml_mapping
 
@@ -249,6 +249,7 @@ def _fit(sched: Schedule, spec: ScheduleSpec, arch: Arch, src: str) -> Schedule:
                                   "after the other buffers)")  # fmt: skip
         env = {**sched.env, **{k: stages for k, v in sched.env.items() if v == "fit"}}
         sched = replace(sched, buffers={**sched.buffers, name: replace(buf, stages=stages)}, env=env)
+    sched = _resolve_auto_instr(sched, arch)
     if sched.launch.ctas_per_sm == 0:
         sched = replace(sched, launch=replace(sched.launch, ctas_per_sm=max_ctas_per_sm(sched, arch)))
     return sched
@@ -329,3 +330,27 @@ __all__ = [
     "schedule_path",
     "schedules_dir",
 ]
+
+
+def _resolve_auto_instr(sched: Schedule, arch: Arch) -> Schedule:
+    """``instr: auto`` replaced by the arch's shape (see check.auto_instr_shape) where the unit, dtype and
+    M x N x K are known now; elsewhere it stays ``auto`` and the check resolves or refuses it."""
+    from gpusim.schedule.check import auto_instr_shape
+
+    def resolve_stmt(stmt: Stmt) -> Stmt:
+        body = tuple(resolve_stmt(s) for s in stmt.body)
+        args = stmt.args
+        if stmt.op == "mma" and args.instr == "auto":
+            unit = arch.tensor_cores.unit(args.unit)
+            spec = unit.dtypes.get(sched.mma_dtype(args.dtype, sched.env)) if unit is not None else None
+            if spec is not None and all(e.names <= set(sched.env) for e in args.mnk):
+                shape = auto_instr_shape(spec, args, dict(sched.env), stmt.where, f"{args.unit} on {arch.id}")
+                args = args.model_copy(update={"instr": tuple(Expr(v) for v in shape)})
+        if body == stmt.body and args is stmt.args:
+            return stmt
+        return replace(stmt, args=args, body=body)
+
+    roles = {
+        name: replace(r, program=tuple(resolve_stmt(s) for s in r.program)) for name, r in sched.roles.items()
+    }
+    return replace(sched, roles=roles)
