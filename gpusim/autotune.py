@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpusim.arch import Arch
+from gpusim.dtypes import canonical_dtype
 from gpusim.errors import InputError, ScheduleRefused
 from gpusim.result import Prediction
 from gpusim.schedule.load import load_schedule, read_spec
@@ -38,9 +39,16 @@ GEMM_CANDIDATES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
     ),
     ("gemm_ws_cooperative", ({}, {"BN": 256, "STAGES": 3}, {"CLUSTER_M": 1})),
     ("gemm_ws_pingpong", ({}, {"BN": 256, "STAGES": 4}, {"CLUSTER_N": 1})),
+    ("gemm_streamk", ({},)),
     ("gemm_cp_async", ({}, {"BM": 128, "BN": 128, "STAGES": 4}, {"BM": 256, "BN": 128, "STAGES": 3})),
     ("gemm_sync", ({}, {"BN": 128, "CTAS_PER_SM": 2})),
+    ("gemm_tf32", ({}, {"STAGES": 4, "BM": 128, "BN": 64})),
+    ("gemm_simt_fp32", ({}, {"BM": 64, "BN": 128, "CTAS_PER_SM": 3})),
 )
+# 4-byte operands (tf32, fp32): the TMA / tcgen05 schedules keep 128-byte k-tile rows (BK=32), as
+# CUTLASS's sm90 / sm100 tf32 kernels do; their 64-element default would not fit shared memory.
+FOUR_BYTE_BK = {"gemm_tcgen05": 32, "gemm_ws_cooperative": 32, "gemm_ws_pingpong": 32, "gemm_streamk": 32}
+CUDA_CORE_DTYPES = ("fp32", "tf32")  # gemm_simt_fp32 serves these (tf32 where no TF32 tensor cores exist)
 SPLIT_CHOICES = (2, 4, 8, 16)
 AUTO_KINDS = ("auto", "auto:gemm", "auto:attn", "auto:attention")
 
@@ -104,10 +112,16 @@ def search_gemm(
                          "set for auto; name a schedule to set its parameters")  # fmt: skip
     problem = {**default_gemm_problem(arch), **problem}
     plan = []
+    dtype = canonical_dtype(str(problem["dtype"]))
+    four_byte = dtype in CUDA_CORE_DTYPES
     for name, choices in GEMM_CANDIDATES:
-        options = list(choices)
+        if name == "gemm_simt_fp32" and not four_byte:
+            continue
+        options = [
+            {**c, "BK": FOUR_BYTE_BK[name]} if four_byte and name in FOUR_BYTE_BK else c for c in choices
+        ]
         if "SPLITS" in read_spec(name).params:
-            options += [{**c, "SPLITS": s} for c in choices[:2] for s in SPLIT_CHOICES]
+            options += [{**c, "SPLITS": s} for c in options[:2] for s in SPLIT_CHOICES]
         plan.extend((name, params) for params in options)
     tried: list[Candidate] = []
     best: Prediction | None = None

@@ -180,6 +180,15 @@ def predict(
     _one_format(as_json, as_csv)
     if (sm is not None or window is not None) and plot is None:
         raise InputError("--sm and --window choose what --plot draws; add --plot FILE.png")
+    from gpusim.sequence import is_sequence_file
+
+    if is_sequence_file(schedule):  # a kernel list (kernels:), predicted kernel by kernel
+        if trace is not None or plot is not None or as_csv:
+            raise InputError(
+                "--trace, --plot and --csv need one kernel; predict a kernel of the sequence by name"
+            )
+        _predict_sequence(schedule, arch, _overrides(sets), as_json, _costs(calibrated, overlay))
+        return
     record = trace is not None or plot is not None
     with progress_bar(f"{schedule}: searching", quiet or not schedule.startswith("auto")) as progress:
         build = _compiler_commands.build_for_predict(schedule, arch, resources) if resources else None
@@ -206,6 +215,34 @@ def predict(
         console = make_console()
         for table in prediction_tables(prediction):
             console.print(table)
+
+
+def _predict_sequence(path: str, arch: str, overrides: dict[str, Any], as_json: bool, costs: str) -> None:
+    from rich.table import Table
+
+    from gpusim.report.console import make_console
+    from gpusim.sequence import load_sequence, predict_sequence
+
+    seq = load_sequence(path)
+    result = predict_sequence(seq, arch or seq.arch or "h100", overrides, costs=costs)
+    if as_json:
+        _print_json(result.as_dict())
+        return
+    table = Table(title=f"{result.name} on {result.arch}: {result.time_us:,.2f} us")
+    for col in ("kernel", "schedule", "launch", "time us", "TFLOPS", "HBM GB/s", "bottleneck"):
+        table.add_column(col)
+    for k in result.kernels:
+        chosen = (k.prediction.choice or {}).get("schedule")
+        table.add_row(
+            k.name if k.repeat == 1 else f"{k.name} x{k.repeat}",
+            f"{k.schedule} -> {chosen}" if chosen else k.schedule,
+            k.launch if not k.launch_hidden_us else f"{k.launch} (-{k.launch_hidden_us:.2f} us)",
+            f"{k.time_us:,.2f}",
+            f"{k.prediction.tflops:,.1f}",
+            f"{k.prediction.hbm_gbps:,.0f}",
+            k.prediction.bottleneck or "",
+        )
+    make_console().print(table)
 
 
 @app.command("schedules")

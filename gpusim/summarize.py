@@ -73,6 +73,8 @@ def summarize(
     util["l2"] = l2_bytes / (kernel_ns * arch.memory.l2_bandwidth_bytes_per_s / 1e9)
     hit = 1 - net.hbm_read_bytes / net.l2_read_bytes if net.l2_read_bytes > 0 else 0.0
     peak = arch.dense_peak_tflops(sched.metrics_dtype)
+    if peak is None and sched.metrics_dtype == "fp32":  # CUDA-core (SIMT) work: the FP32 pipe bounds it
+        peak = arch.fp32_peak_tflops()
     compute_ns = sched.flops / (peak * 1e3) if peak else 0.0
     memory_ns = sched.compulsory_bytes / (arch.memory.hbm_bandwidth_bytes_per_s / 1e9)
     recorded = bool(run.sms) and run.sms[0].ingress is not None and run.sms[0].ingress.spans is not None

@@ -31,6 +31,13 @@ PROBLEMS: dict[str, dict[str, Any]] = {
     "attn_fa2_bwd": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "attn_fa3_fwd": {"batch": 1, "heads": 16, "seqlen_q": 2048},
     "attn_fa4_fwd": {"batch": 2, "heads": 16, "seqlen_q": 2048},
+    "gemm_simt_fp32": {"M": 1024, "N": 1024, "K": 512},
+    "gemm_tf32": {"M": 2048, "N": 2048, "K": 1024},
+    "attn_decode_splitkv": {"batch": 4, "seqlen_kv": 4096, "PAGE_SIZE": 16},
+    "gemm_streamk": {"M": 1536, "N": 1536, "K": 2048},
+    "attn_fa3_bwd": {"batch": 1, "heads": 8, "seqlen_q": 1024},
+    "attn_bwd_preprocess": {"batch": 1, "heads": 8, "seqlen_q": 1024},
+    "attn_bwd_postprocess": {"batch": 1, "heads": 8, "seqlen_q": 1024},
 }
 
 

@@ -23,10 +23,35 @@ NEEDS = {
     "attn_fa2_bwd": (lambda a: a.features.cp_async and a.generation != "volta", "no bf16 path|cp.async"),
     "attn_fa3_fwd": (lambda a: a.features.wgmma, "wgmma does not exist"),
     "attn_fa4_fwd": (lambda a: a.features.tcgen05, "tcgen05 does not exist"),
+    "gemm_simt_fp32": (lambda a: True, ""),
+    "gemm_tf32": (lambda a: a.features.cp_async and a.generation != "volta", "no tf32 path|cp.async"),
+    "attn_decode_splitkv": (lambda a: a.features.wgmma, "wgmma does not exist"),
+    "gemm_streamk": (lambda a: a.features.wgmma, "wgmma does not exist"),
+    "attn_fa3_bwd": (lambda a: a.features.wgmma, "wgmma does not exist"),
+    "attn_bwd_preprocess": (lambda a: True, ""),
+    "attn_bwd_postprocess": (lambda a: True, ""),
 }
-SMALL = {"stream": {"bytes": 4 * 2**20}, "mla_decode_flashmla": {"batch": 4, "seqlen_kv": 512}}
+SMALL = {
+    "stream": {"bytes": 4 * 2**20},
+    "mla_decode_flashmla": {"batch": 4, "seqlen_kv": 512},
+    "attn_decode_splitkv": {"batch": 2, "seqlen_kv": 1024},
+    "gemm_simt_fp32": {"M": 512, "N": 512, "K": 256},
+}
 ATTN_SMALL = {"batch": 1, "heads": 4, "seqlen_q": 512}
-SMALL.update({name: ATTN_SMALL for name in ("attn_fa2_fwd", "attn_fa2_bwd", "attn_fa3_fwd", "attn_fa4_fwd")})
+SMALL.update(
+    {
+        name: ATTN_SMALL
+        for name in (
+            "attn_fa2_fwd",
+            "attn_fa2_bwd",
+            "attn_fa3_fwd",
+            "attn_fa4_fwd",
+            "attn_fa3_bwd",
+            "attn_bwd_preprocess",
+            "attn_bwd_postprocess",
+        )
+    }
+)
 
 
 def test_every_schedule_is_covered() -> None:

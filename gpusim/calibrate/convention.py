@@ -34,7 +34,7 @@ def flops(m: Measurement, metric: str) -> float:
         fwd = 4.0 * d["batch"] * d["seqlen_q"] * d["seqlen_kv"] * d["heads"] * d["head_dim"]
         if d.get("causal", 0):
             fwd /= 2
-        return fwd * 3.5 if metric == "fwd_bwd_throughput" else fwd
+        return fwd * {"fwd_bwd_throughput": 3.5, "bwd_throughput": 2.5}.get(metric, 1.0)
     if fam == "mla":
         dv = int(m.params.get("head_dim_v", 512))
         return 2.0 * d.get("batch", 1) * d["seqlen_q"] * d["seqlen_kv"] * d["heads"] * (d["head_dim"] + dv)
@@ -60,7 +60,7 @@ def measured_time_us(m: Measurement) -> float:
         if unit not in TIME_UNITS:
             raise ValueError(f"time unit '{unit}' (expected one of {', '.join(TIME_UNITS)})")
         return v * TIME_UNITS[unit]
-    if metric in ("throughput", "fwd_throughput", "fwd_bwd_throughput"):
+    if metric in ("throughput", "fwd_throughput", "bwd_throughput", "fwd_bwd_throughput"):
         scale = {"TFLOPS": 1e12, "GFLOPS": 1e9}.get(unit)
         if scale is None:
             raise ValueError(f"throughput unit '{unit}' (expected TFLOPS or GFLOPS)")

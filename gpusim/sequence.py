@@ -1,0 +1,262 @@
+"""Kernel sequences: several kernels launched one after another in a stream, predicted one by one.
+
+A sequence file lists kernels (``kernels:``), each a schedule (or ``auto:gemm``) with its problem set
+from the sequence's symbols. Each kernel is predicted on its own, with its own launch, through the
+single-kernel prediction path; the sequence time is the sum of the kernel times, where every
+kernel's time already carries the arch's per-launch cost (``calibration.launch_overhead_ns``).
+A kernel launched with programmatic dependent launch (``launch: pdl``; CUDA Programming Guide §4.5,
+compute capability 9.0 and later) is scheduled while its predecessor still runs, so its launch cost
+hides behind the predecessor's execution (at most the predecessor's kernel time); elsewhere ``pdl``
+is refused with the reason. This module never changes a kernel's simulation.
+
+Format::
+
+    sequence: name
+    description: text
+    arch: h100                      # default arch (the command line's --arch wins)
+    problem: {batch: 8, hidden: 4096}   # symbols, overridable with --set
+    kernels:
+    - name: qkv_proj
+      schedule: auto:gemm
+      set: {M: batch, N: 3 * hidden, K: hidden, dtype: bf16}
+    - name: attention
+      schedule: attn_decode_splitkv
+      set: {batch: batch, heads: 32, heads_kv: 8, seqlen_kv: 4096}
+      launch: pdl                   # stream (default) or pdl
+      repeat: 1                     # back-to-back launches of the same kernel
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpusim.arch import Arch
+from gpusim.errors import InputError, ScheduleRefused
+from gpusim.result import Prediction
+from gpusim.schedule.expr import ExprError, as_expr
+from gpusim.yamlio import read_yaml_mapping
+
+LAUNCH_KINDS = ("stream", "pdl")
+PDL_MIN_SM_VERSION = 90
+TOP_KEYS = {"sequence", "description", "arch", "problem", "kernels"}
+KERNEL_KEYS = {"name", "schedule", "set", "launch", "repeat"}
+
+
+@dataclass(frozen=True)
+class KernelStep:
+    """One kernel of a sequence, its problem still as expressions over the sequence's symbols."""
+
+    name: str
+    schedule: str
+    sets: dict[str, Any]
+    launch: str = "stream"
+    repeat: int = 1
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """A parsed sequence file."""
+
+    name: str
+    description: str
+    arch: str | None
+    problem: dict[str, Any]
+    kernels: tuple[KernelStep, ...]
+    source: str
+
+
+@dataclass
+class KernelResult:
+    """One kernel's prediction inside a sequence and what its launch adds to the sequence."""
+
+    name: str
+    schedule: str
+    launch: str
+    repeat: int
+    prediction: Prediction
+    launch_hidden_us: float
+    """Launch cost hidden behind the previous kernel by programmatic dependent launch (per launch)."""
+
+    @property
+    def time_us(self) -> float:
+        """This kernel's share of the sequence time (all repeats)."""
+        return self.repeat * (self.prediction.time_us - self.launch_hidden_us)
+
+
+@dataclass
+class SequencePrediction:
+    """The kernels of a sequence with their times and the total."""
+
+    name: str
+    arch: str
+    kernels: list[KernelResult] = field(default_factory=list)
+
+    @property
+    def time_us(self) -> float:
+        """Total time of the sequence, launch costs included."""
+        return sum(k.time_us for k in self.kernels)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "sequence": self.name,
+            "arch": self.arch,
+            "time_us": self.time_us,
+            "kernels": [
+                {
+                    "name": k.name,
+                    "schedule": k.schedule,
+                    "chosen": (k.prediction.choice or {}).get("schedule"),
+                    "launch": k.launch,
+                    "repeat": k.repeat,
+                    "kernel_time_us": k.prediction.time_us,
+                    "launch_hidden_us": k.launch_hidden_us,
+                    "time_us": k.time_us,
+                    "tflops": k.prediction.tflops,
+                    "hbm_gbps": k.prediction.hbm_gbps,
+                    "bottleneck": k.prediction.bottleneck,
+                }
+                for k in self.kernels
+            ],
+        }
+
+
+def is_sequence_file(path: str) -> bool:
+    """Whether ``path`` is a YAML file with a top-level ``kernels:`` list."""
+    p = Path(path)
+    if p.suffix not in (".yaml", ".yml") or not p.is_file():
+        return False
+    return "kernels" in read_yaml_mapping(p)
+
+
+def load_sequence(path: str | Path) -> Sequence:
+    """Read and check a sequence file (one line naming the field on bad input)."""
+    src = str(path)
+    data = read_yaml_mapping(Path(path))
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise InputError(f"{src}: unknown key '{unknown[0]}' (expected {', '.join(sorted(TOP_KEYS))})")
+    raw_kernels = data.get("kernels")
+    if not isinstance(raw_kernels, list) or not raw_kernels:
+        raise InputError(f"{src}: kernels: expected a non-empty list of kernels, got {raw_kernels!r}")
+    problem = data.get("problem") or {}
+    if not isinstance(problem, dict):
+        raise InputError(f"{src}: problem: expected a mapping of symbols, got {problem!r}")
+    kernels = tuple(_kernel(k, f"{src}: kernels[{i}]") for i, k in enumerate(raw_kernels))
+    arch = data.get("arch")
+    return Sequence(
+        name=str(data.get("sequence") or Path(path).stem),
+        description=str(data.get("description") or ""),
+        arch=str(arch) if arch is not None else None,
+        problem=dict(problem),
+        kernels=kernels,
+        source=src,
+    )
+
+
+def _kernel(raw: Any, where: str) -> KernelStep:
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: expected a mapping with name, schedule and set, got {raw!r}")
+    unknown = sorted(set(raw) - KERNEL_KEYS)
+    if unknown:
+        raise InputError(f"{where}: unknown key '{unknown[0]}' (expected {', '.join(sorted(KERNEL_KEYS))})")
+    if not isinstance(raw.get("schedule"), str):
+        raise InputError(f"{where}.schedule: required, a schedule name, auto:gemm or a YAML path")
+    sets = raw.get("set") or {}
+    if not isinstance(sets, dict):
+        raise InputError(f"{where}.set: expected a mapping KEY: expression, got {sets!r}")
+    launch = raw.get("launch", "stream")
+    if launch not in LAUNCH_KINDS:
+        raise InputError(
+            f"{where}.launch: '{launch}' is not a launch kind (expected {', '.join(LAUNCH_KINDS)})"
+        )
+    repeat = raw.get("repeat", 1)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise InputError(f"{where}.repeat: expected a whole number >= 1, got {repeat!r}")
+    return KernelStep(
+        name=str(raw.get("name") or raw["schedule"]),
+        schedule=raw["schedule"],
+        sets=sets,
+        launch=launch,
+        repeat=repeat,
+    )
+
+
+def resolve_sets(step: KernelStep, symbols: dict[str, Any], where: str) -> dict[str, Any]:
+    """The kernel's overrides: each ``set`` value evaluated over the sequence's symbols (text kept as is
+    when it names no symbol, so ``dtype: bf16`` stays a word)."""
+    out: dict[str, Any] = {}
+    for key, raw in step.sets.items():
+        if isinstance(raw, str):
+            try:
+                expr = as_expr(raw)
+            except ExprError:
+                out[key] = raw
+                continue
+            if not expr.names <= set(symbols):
+                out[key] = raw
+                continue
+            try:
+                out[key] = expr(symbols, where=f"{where}.set.{key}")
+            except ExprError as exc:
+                raise InputError(f"{where}.set.{key}: {exc}") from None
+        else:
+            out[key] = raw
+    return out
+
+
+def predict_kernel(schedule: str, arch: Arch, overrides: dict[str, Any]) -> Prediction:
+    """One kernel through the single-kernel prediction path (:func:`gpusim.predict`)."""
+    from gpusim.api import predict
+
+    keep = "calibrated" if arch.calibration.origin == "calibrated" else "datasheet"  # the costs arch carries
+    return predict(schedule, arch, costs=keep, **overrides)
+
+
+def predict_sequence(
+    seq: Sequence, arch: str | Arch, overrides: dict[str, Any] | None = None, *, costs: str = "calibrated"
+) -> SequencePrediction:
+    """Predict every kernel of ``seq`` on ``arch`` (with ``costs``) and combine them with their launches."""
+    from gpusim.api import load_arch
+
+    unknown = sorted(set(overrides or {}) - set(seq.problem))
+    if unknown:
+        raise InputError(
+            f"--set {unknown[0]}: not a symbol of {seq.source} (its problem: {', '.join(seq.problem)})"
+        )
+    arch_obj = arch if isinstance(arch, Arch) else load_arch(arch, costs=costs)
+    symbols = {**seq.problem, **(overrides or {})}
+    result = SequencePrediction(name=seq.name, arch=arch_obj.id)
+    previous: Prediction | None = None
+    for i, step in enumerate(seq.kernels):
+        where = f"{seq.source}: kernels[{i}] ({step.name})"
+        if step.launch == "pdl" and arch_obj.sm_version < PDL_MIN_SM_VERSION:
+            raise ScheduleRefused(
+                f"{where}: launch: pdl needs programmatic dependent launch (compute capability 9.0+), "
+                f"{arch_obj.id} is sm_{arch_obj.sm_version}"
+            )
+        prediction = predict_kernel(step.schedule, arch_obj, resolve_sets(step, symbols, where))
+        hidden_us = 0.0
+        if step.launch == "pdl" and previous is not None:
+            launch_us = arch_obj.calibration.launch_overhead_ns / 1000
+            previous_kernel_us = previous.time_us - launch_us
+            hidden_us = min(launch_us, max(0.0, previous_kernel_us))
+        result.kernels.append(
+            KernelResult(step.name, step.schedule, step.launch, step.repeat, prediction, hidden_us)
+        )
+        previous = prediction
+    return result
+
+
+__all__ = [
+    "KernelResult",
+    "KernelStep",
+    "Sequence",
+    "SequencePrediction",
+    "is_sequence_file",
+    "load_sequence",
+    "predict_kernel",
+    "predict_sequence",
+]

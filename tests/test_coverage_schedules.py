@@ -1,0 +1,121 @@
+"""CUDA-core SGEMM, the TF32 paths auto:gemm picks per arch, and split-KV decode with a paged KV cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusim.api import predict
+from gpusim.arch import load_arch
+from gpusim.autotune import search_gemm
+from gpusim.schedule.load import load_schedule
+
+SMALL_GEMM = {"M": 1024, "N": 1024, "K": 512}
+
+
+def _predict(name: str, arch_id: str, **problem):
+    return predict(name, arch_id, costs="datasheet", attribute=False, **problem)
+
+
+def test_simt_sgemm_is_bounded_by_the_fp32_pipe_not_memory() -> None:
+    p = _predict("gemm_simt_fp32", "a100", **SMALL_GEMM)
+    arch = load_arch("a100")
+    fp32_bound_us = 2 * 1024 * 1024 * 512 / (arch.fp32_peak_tflops() * 1e6)
+    assert p.roofline_us == pytest.approx(fp32_bound_us, rel=1e-9)
+    assert p.time_us >= fp32_bound_us
+    assert p.utilization["fp32"] > 0.5
+    assert p.utilization["tensor"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("arch_id", "dtype", "schedule"),
+    [
+        ("v100", "fp32", "gemm_simt_fp32"),
+        ("v100", "tf32", "gemm_simt_fp32"),  # no TF32 tensor cores: cuBLAS runs the fp32 SIMT path
+        ("a100", "fp32", "gemm_simt_fp32"),
+        ("a100", "tf32", "gemm_tf32"),
+    ],
+)
+def test_auto_gemm_picks_the_path_the_hardware_has(arch_id: str, dtype: str, schedule: str) -> None:
+    best, _ = search_gemm(load_arch(arch_id), {**SMALL_GEMM, "dtype": dtype})
+    assert best.choice is not None
+    assert best.choice["schedule"] == schedule
+
+
+def test_tf32_on_hopper_uses_wgmma_with_128_byte_k_tiles() -> None:
+    best, tried = search_gemm(load_arch("h100"), {"M": 2048, "N": 2048, "K": 1024, "dtype": "tf32"})
+    assert best.choice is not None
+    assert best.choice["schedule"] in ("gemm_ws_cooperative", "gemm_ws_pingpong")
+    assert best.choice["params"]["BK"] == 32
+    assert not any(c.schedule == "gemm_simt_fp32" and c.time_us and c.time_us < best.time_us for c in tried)
+
+
+def test_bf16_never_tries_the_cuda_core_sgemm() -> None:
+    _, tried = search_gemm(load_arch("a100"), {**SMALL_GEMM, "dtype": "bf16"})
+    assert all(c.schedule != "gemm_simt_fp32" for c in tried)
+
+
+def test_paged_kv_with_small_pages_gathers_with_cp_async_and_large_pages_use_tma() -> None:
+    arch = load_arch("h100")
+    problem = {"batch": 2, "seqlen_kv": 2048}
+    small = load_schedule("attn_decode_splitkv", arch, {**problem, "PAGE_SIZE": 16})
+    large = load_schedule("attn_decode_splitkv", arch, {**problem, "PAGE_SIZE": 256})
+    assert small.env["TMA_KV"] == 0 and small.buffers["kp"].bytes > 0 and small.buffers["k"].bytes == 0
+    assert large.env["TMA_KV"] == 1 and large.buffers["k"].bytes > 0 and large.buffers["kp"].bytes == 0
+    assert small.roles["producer"].warps == 4 and large.roles["producer"].warps == 1
+
+
+def test_split_kv_moves_the_kv_cache_once_and_more_splits_help_a_single_sequence() -> None:
+    problem = {"batch": 1, "heads": 32, "heads_kv": 8, "seqlen_kv": 16384}
+    one = _predict("attn_decode_splitkv", "h100", **problem, SPLITS=1)
+    many = _predict("attn_decode_splitkv", "h100", **problem, SPLITS=16)
+    kv_bytes = 2 * 8 * 16384 * 128 * 2
+    assert one.hbm_gbps * one.time_us * 1e3 >= kv_bytes * 0.99
+    assert many.time_us < one.time_us / 4
+
+
+def test_gqa_packing_puts_a_kv_heads_query_heads_in_one_cta_and_splits_fill_the_sms() -> None:
+    mha = load_schedule("attn_decode_splitkv", load_arch("h100"), {"heads": 32, "heads_kv": 32})
+    gqa = load_schedule("attn_decode_splitkv", load_arch("h100"), {"heads": 32, "heads_kv": 4})
+    assert mha.env["ROWS"] == 1 and mha.env["SPLITS"] == 1  # 8 x 32 CTAs already fill 132 SMs
+    assert mha.launch.num_units == 8 * 32
+    assert gqa.env["ROWS"] == 8 and gqa.env["MB"] == 1
+    assert gqa.env["SPLITS"] == 132 // (8 * 4)  # 32 CTAs: split KV to cover the SMs once
+    assert gqa.launch.num_units == 8 * 4 and gqa.launch.splits == gqa.env["SPLITS"]
+
+
+def test_stream_k_covers_every_k_iteration_once_and_fills_a_part_empty_wave() -> None:
+    from gpusim.sim.scheduler import plan_work
+
+    arch = load_arch("h100")
+    problem = {"M": 1536, "N": 1536, "K": 2048}
+    sched = load_schedule("gemm_streamk", arch, problem)
+    plan = plan_work(sched, arch, group_identical=False)
+    iters = sum(u["k_iters"] for slot in plan.slot_lists for cu in slot for u in cu)
+    assert iters == sched.env["TILES"] * sched.env["KT"]
+    assert max(sum(cu[0]["k_iters"] for cu in slot) for slot in plan.slot_lists) == sched.env["ITERS_PER_CTA"]
+    streamk = _predict("gemm_streamk", "h100", **problem)
+    data_parallel = _predict("gemm_ws_cooperative", "h100", **problem, CLUSTER_M=1)
+    assert sched.env["TILES"] < arch.sm_count
+    assert streamk.time_us < data_parallel.time_us
+
+
+def test_fa3_backward_counts_two_and_a_half_forwards_and_causal_skips_half_the_blocks() -> None:
+    arch = load_arch("h100")
+    problem = {"batch": 2, "heads": 16, "seqlen_q": 2048}  # 512 CTAs: several waves
+    bwd = load_schedule("attn_fa3_bwd", arch, problem)
+    fwd = load_schedule("attn_fa3_fwd", arch, problem)
+    assert bwd.flops == pytest.approx(2.5 * fwd.flops)
+    full = _predict("attn_fa3_bwd", "h100", **problem)
+    causal = _predict("attn_fa3_bwd", "h100", **problem, causal=1)
+    assert 0.4 * full.time_us < causal.time_us < 0.75 * full.time_us
+
+
+def test_fa3_backward_adds_every_dq_partial_into_dqaccum() -> None:
+    """The dQ path: one fp32 reduce-add of BM x head_dim per (m-block, n-block) pair."""
+    arch = load_arch("h100")
+    sched = load_schedule("attn_fa3_bwd", arch, {"batch": 1, "heads": 1, "seqlen_q": 1024})
+    env = sched.env
+    p = _predict("attn_fa3_bwd", "h100", batch=1, heads=1, seqlen_q=1024)
+    dq_bytes = env["NUM_N"] * 1024 * 128 * 4
+    written = p.hbm_gbps * p.time_us * 1e3  # every byte the kernel moved through HBM
+    assert written >= dq_bytes
