@@ -137,13 +137,8 @@ def _predict_auto(kind: str, arch: Arch, problem: dict[str, Any], *, record: boo
     if kind not in AUTO_KINDS:
         raise InputError(f"unknown search '{kind}'; known: {', '.join(AUTO_KINDS)}")
     if kind in ("auto:attn", "auto:attention"):
-        from gpusim.explore.tune import tune_attention  # lazy: the tuner imports this module
-
-        choice, problem = tune_attention(arch, problem)
-        sched = _resolve_schedule(choice["schedule"], arch, {**problem, **choice["params"]})
-        best = predict_resolved(sched, arch, record=record, exact=exact, attribute=attribute,
-                                deadline_s=deadline_s, max_events=max_events, interval_name=kind)  # fmt: skip
-        return dataclasses.replace(best, schedule=kind, choice=choice)
+        raise InputError(f"{kind}: use `gpusim tune auto:attention` (the attention search is not wired into "
+                          "predict yet)")  # fmt: skip
     best, _ = search_gemm(
         arch, problem, deadline_s, exact=exact, on_candidate=on_progress, max_events=max_events
     )

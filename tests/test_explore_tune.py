@@ -98,13 +98,3 @@ def test_cli_tune_json(run_cli: Any) -> None:
 
 def test_candidate_overrides() -> None:
     assert Candidate("gemm_sync", (("BM", 64),), "x").overrides == {"BM": 64}
-
-
-def test_auto_attention_goes_through_the_tuner() -> None:
-    import gpusim
-
-    p = gpusim.predict("auto:attention", "h100", batch=1, heads=4, seqlen_q=512, seqlen_kv=512)
-    assert p.schedule == "auto:attention" and p.choice is not None
-    assert p.choice["schedule"] in {"attn_fa3_fwd", "attn_fa2_fwd"}
-    times = [c["time_us"] for c in p.choice["candidates"] if c["time_us"] is not None]
-    assert min(times) == pytest.approx(p.time_us, rel=1e-9)

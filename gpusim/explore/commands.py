@@ -10,6 +10,8 @@ from typing import Annotated, Any
 import typer
 
 from gpusim.errors import InputError
+from gpusim.explore.cli_args import archs_option as _archs
+from gpusim.explore.cli_args import parse_sets as _parse_sets
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 Datasheet = Annotated[
@@ -50,21 +52,6 @@ def _progress(total: int, quiet: bool, what: str) -> Any:
             bar.update(task, completed=status.done, description=text)
 
         yield update
-
-
-def _parse_sets(sets: list[str] | None) -> dict[str, Any]:
-    from gpusim.schedule.load import parse_override
-
-    return dict(parse_override(s) for s in sets or [])
-
-
-def _archs(text: str, default: str) -> list[str]:
-    from gpusim.arch import resolve_arch_id
-
-    names = [a.strip() for a in (text or default).split(",") if a.strip()]
-    if not names:
-        raise InputError("--arch: no arch given")
-    return [resolve_arch_id(n) if "/" not in n and not n.endswith((".yaml", ".yml")) else n for n in names]
 
 
 def _param_text(row: dict[str, Any], keys: list[str]) -> str:

@@ -156,6 +156,8 @@ def tune(kernel: str, arch: str | Arch, problem: dict[str, Any], *, costs: Costs
     ``problem`` on ``arch``; exhaustive when the legal candidates fit in ``budget``, else sampled."""
     start = time.perf_counter()
     arch_obj = arch_for(arch, costs)
+    if kernel in ATTENTION_KERNELS:
+        problem = {**DEFAULT_ATTENTION_PROBLEM, **problem}
     keys = _problem_keys(kernel)
     if keys is not None:
         unknown = sorted(set(problem) - set(keys))
@@ -188,22 +190,3 @@ def tune(kernel: str, arch: str | Arch, problem: dict[str, Any], *, costs: Costs
         result.rows = _sample(points, legal, costs, executor, budget, batch=4, archs={arch_obj.id: arch_obj})
     result.wall_s = time.perf_counter() - start
     return result
-
-
-def tune_attention(arch: Arch, problem: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``auto:attention`` (and ``auto:attn``): the tuner's pick for ``problem`` on ``arch`` (with the
-    costs the arch carries) as the ``choice`` document of a Prediction, and the problem it was tuned for."""
-    costs: Costs = "datasheet" if arch.calibration.origin == "datasheet" else "calibrated"
-    problem = {**DEFAULT_ATTENTION_PROBLEM, **problem}
-    result = tune("auto:attention", arch, problem, costs=costs)
-    best = result.best
-    chosen = result.legal[best["point"]]
-    choice = {
-        "schedule": chosen.schedule,
-        "params": chosen.overrides,
-        "origin": chosen.origin,
-        "candidates": [{"schedule": r["schedule"], "params": result.legal[r["point"]].overrides,
-                        "time_us": r["time_us"], "note": r["status"] if r["reason"] is None else r["reason"]}
-                       for r in result.rows],
-    }  # fmt: skip
-    return choice, dict(problem)

@@ -69,7 +69,8 @@ def register_tune(app: typer.Typer) -> None:
     ) -> None:
         """Search a kernel's library candidate space (CUTLASS / DeepGEMM / FlashAttention tiles, stages,
         clusters) for the fastest legal configuration: exhaustive when small, optuna-sampled when large."""
-        from gpusim.explore.commands import _archs, _parse_sets
+        from gpusim.explore.cli_args import archs_option as _archs
+        from gpusim.explore.cli_args import parse_sets as _parse_sets
         from gpusim.explore.executors import make_executor
         from gpusim.explore.table import write_results
         from gpusim.explore.tune import tune
