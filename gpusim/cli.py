@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from gpusim.errors import GpusimError, InputError
+from gpusim.cli_guard import PLOT_SUFFIXES, TRACE_SUFFIXES, YAML_SUFFIXES, check_output_path, run_guarded
+from gpusim.cli_guard import write_json as _print_json
+from gpusim.errors import InputError
 
 app = typer.Typer(
     name="gpusim",
@@ -21,10 +22,6 @@ archs_app = typer.Typer(help="List the built-in architectures, or show one in fu
 app.add_typer(archs_app, name="archs")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 @archs_app.callback(invoke_without_command=True)
@@ -97,6 +94,8 @@ def predict(
     from gpusim.schedule.load import _read_spec as read_spec
     from gpusim.schedule.load import load_schedule, parse_override, schedule_path
 
+    check_output_path(plot, "--plot", PLOT_SUFFIXES)
+    check_output_path(trace, "--trace", TRACE_SUFFIXES)
     overrides = dict(parse_override(s) for s in sets or [])
     if (sm is not None or window is not None) and plot is None:
         raise InputError("--sm and --window choose what --plot draws; add --plot FILE.png")
@@ -188,6 +187,7 @@ def compare_cmd(
     from gpusim.report.compare import build_variants, compare, compare_rows, compare_table
     from gpusim.report.console import make_console
 
+    check_output_path(plot, "--plot", PLOT_SUFFIXES)
     archs = [a.strip() for a in arch.split(",") if a.strip()]
     variants = build_variants(schedules, archs, sets or [], vs or [])
     preds = compare(variants)
@@ -219,6 +219,7 @@ def roofline_cmd(
     from gpusim.report.roofline import predict_points, roofs
     from gpusim.schedule.load import builtin_schedule_names, parse_override
 
+    check_output_path(plot, "--plot", PLOT_SUFFIXES)
     arch_obj = load_arch(arch)
     overrides = dict(parse_override(s) for s in sets or [])
     names = list(schedules or builtin_schedule_names())
@@ -279,6 +280,7 @@ def validate_cmd(
     from gpusim.calibrate.validate import run_validate
     from gpusim.report.console import make_console
 
+    check_output_path(plot or None, "--plot", PLOT_SUFFIXES)
     if datasheet and calibrated:
         raise InputError("--datasheet and --calibrated exclude each other")
     results, summary = run_validate(
@@ -328,6 +330,10 @@ def calibrate_cmd(
     from gpusim.calibrate.params import parse_fit_names
     from gpusim.calibrate.report import calibrate_text
 
+    if not dry_run:
+        check_output_path(out, "--out", YAML_SUFFIXES)
+    if max_rows < 1:
+        raise InputError(f"--max-rows {max_rows}: expected at least 1")
     base = load_arch(arch)
     result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows)
     target = Path(out) if out else overlay_path(base.id)
@@ -353,15 +359,8 @@ def measure_cmd(
 
 
 def main() -> None:
-    """Entry point: run the app, turning gpusim errors into one line and exit status 2."""
-    try:
-        app()
-    except GpusimError as exc:
-        sys.stderr.write(f"gpusim: error: {exc}\n")
-        sys.exit(2)
-    except KeyboardInterrupt:
-        sys.stderr.write("gpusim: interrupted\n")
-        sys.exit(130)
+    """Entry point: run the app; every failure is one line on stderr with a documented exit status."""
+    run_guarded(app)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,14 @@ from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.calibrate.measurements import Measurement
-from gpusim.errors import DeadlockError, GpusimError, ScheduleRefused, SimulationTimeout, UnknownNameError
+from gpusim.errors import (
+    DeadlockError,
+    GpusimError,
+    ScheduleRefused,
+    SimulationTimeout,
+    UnknownNameError,
+    quote,
+)
 
 
 class Skip(Exception):
@@ -131,8 +138,11 @@ class Predictor:
             from gpusim.autotune import is_auto
 
             if not is_auto(name) and name not in builtin_schedule_names() and "/" not in name:
-                raise Skip(f"unknown schedule '{name}'")
-            problem = problem_for(name, m)
+                raise Skip(f"unknown schedule '{quote(name, 80)}'")
+            try:
+                problem = problem_for(name, m)
+            except GpusimError as exc:  # a schedule cell naming a file that is not a schedule
+                raise Skip(quote(exc, 300)) from None
             part = self.part(name, arch, problem, pins[i] if pins else None)
             total += part.time_us
             chosen.append(part.chosen)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
+import signal
 import time
 from collections import Counter, defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +17,7 @@ from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement, read_measurements
 from gpusim.calibrate.predictor import Predictor, Skip
 from gpusim.calibrate.stats import error_pct, error_stats
-from gpusim.errors import UnknownNameError
+from gpusim.errors import InputError, UnknownNameError
 
 Costs = Literal["datasheet", "calibrated"]
 
@@ -184,6 +185,33 @@ def _row_key(m: Measurement) -> tuple[Any, ...]:
     )
 
 
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _map_in_processes(fn: Any, tasks: list[Any], jobs: int) -> list[Any]:
+    """``[fn(t) for t in tasks]`` in ``jobs`` spawned processes. Workers ignore Ctrl-C (the parent
+    stops them at once and reports one line); a worker's gpusim error reaches the caller unchanged."""
+    context = multiprocessing.get_context("spawn")
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the spawned workers
+    try:
+        pool = context.Pool(processes=min(jobs, len(tasks)), initializer=_ignore_interrupts)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        pending = pool.map_async(fn, tasks, chunksize=1)
+        while not pending.ready():
+            pending.wait(0.1)  # short waits keep the parent responsive to Ctrl-C
+        outs = pending.get()
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    pool.close()
+    pool.join()
+    return outs
+
+
 def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_filter: str | None = None,
                  jobs: int | None = None,
                  row_timeout_s: float | None = DEFAULT_ROW_TIMEOUT_S) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
@@ -193,6 +221,12 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
     to the same process, so each distinct prediction runs once.
     """
     t0 = time.perf_counter()
+    if jobs is not None and jobs < 0:
+        raise InputError(f"--jobs {jobs}: expected 0 (the CPU count) or more")
+    if row_timeout_s is not None and not (math.isfinite(row_timeout_s) and row_timeout_s >= 0):
+        raise InputError(f"--row-timeout {row_timeout_s}: expected a finite number of seconds >= 0")
+    if arch_filter:
+        resolve_arch_id(arch_filter)  # an unknown --arch is one error before any work, not one per worker
     rows = read_measurements(list(paths))
     jobs = jobs or os.cpu_count() or 1
     needs = [m for m in rows if precheck(m) is None]
@@ -202,8 +236,7 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         parts: list[list[Measurement]] = [[] for _ in range(jobs)]
         for m in rows:
             parts[slot.get(_row_key(m), 0)].append(m)
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            outs = list(pool.map(_worker, [(p, costs, arch_filter, row_timeout_s) for p in parts]))
+        outs = _map_in_processes(_worker, [(p, costs, arch_filter, row_timeout_s) for p in parts], jobs)
         results = sorted((r for out, _ in outs for r in out), key=lambda r: r.m.index)
         simulations = sum(n for _, n in outs)
     else:

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from gpusim.arch import Arch
 from gpusim.dtypes import bytes_per_element, canonical_dtype
-from gpusim.errors import InputError, UnknownNameError, format_validation_error
+from gpusim.errors import InputError, UnknownNameError, format_validation_error, quote
 from gpusim.resources import builtin_dir
 from gpusim.schedule.expr import Expr, ExprError, as_expr
 from gpusim.schedule.ir import Barrier, Buffer, Launch, Operand, Role, Schedule
@@ -51,15 +51,28 @@ def _read_spec(path: Path) -> ScheduleSpec:
         raise InputError(format_validation_error(str(path), exc)) from None
 
 
+MAX_SET_VALUE_CHARS = 1000
+"""The longest ``--set`` value (an expression is bounded the same way)."""
+
+
 def parse_override(text: str) -> tuple[str, Any]:
     """Split ``KEY=VALUE`` and read VALUE as a YAML scalar (number, bool or text)."""
     if "=" not in text:
-        raise InputError(f"--set '{text}': expected KEY=VALUE")
+        raise InputError(f"--set '{quote(text)}': expected KEY=VALUE")
     key, _, raw = text.partition("=")
     key = key.strip()
     if not key:
-        raise InputError(f"--set '{text}': empty key")
+        raise InputError(f"--set '{quote(text)}': empty key")
+    if not key.isidentifier() or len(key) > 64:
+        raise InputError(f"--set '{quote(key, 80)}': the key is not a parameter name (letters, digits, _)")
+    if len(raw) > MAX_SET_VALUE_CHARS:
+        raise InputError(
+            f"--set {key}: the value is {len(raw):,} characters long; the limit is {MAX_SET_VALUE_CHARS}"
+        )
     value = parse_yaml_text(raw.strip(), f"--set {key}") if raw.strip() else ""
+    if isinstance(value, dict | list):
+        raise InputError(f"--set {key}: expected a number, true/false, a word or an expression, got a "
+                         f"{'mapping' if isinstance(value, dict) else 'list'}")  # fmt: skip
     return key, value
 
 
