@@ -180,6 +180,11 @@ def check_output_path(path: str | None, option: str, suffixes: Iterable[str]) ->
     if "\0" in path:
         raise InputError(f"{option} '{shown}': the path contains a NUL character")
     target = Path(path)
+    try:
+        if target.is_dir():
+            raise InputError(f"{option} '{shown}': is a directory, expected a file name")
+    except OSError:
+        pass  # reported below
     suffix = target.suffix.lower()
     if suffix not in allowed:
         known = ", ".join(allowed)

@@ -61,6 +61,12 @@ class DeadlockError(GpusimError):
     """The simulation stopped with roles still blocked."""
 
 
+class LimitExceeded(GpusimError):
+    """An input beyond what gpusim simulates (too many CTAs, too large a problem): exit status 5."""
+
+    exit_code = 5
+
+
 class SimulationTimeout(GpusimError):
     """A simulation ran past the wall-clock limit its caller gave it."""
 

@@ -42,6 +42,9 @@ def run_forked(args: Sequence[str], timeout_s: float = 20.0, stdin: bytes | None
                 os.dup2(err.fileno(), 2)
                 devnull = os.open(os.devnull, os.O_RDONLY)
                 os.dup2(devnull, 0)
+                # fresh streams on the descriptors (a test runner may have replaced sys.stdout/err)
+                sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+                sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
                 sys.argv = ["gpusim", *args]
                 os.environ.update({"NO_COLOR": "1", "COLUMNS": "220"})
                 from gpusim.cli import main

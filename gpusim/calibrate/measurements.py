@@ -86,6 +86,9 @@ def read_measurements(paths: list[str | Path], start: int = 0) -> list[Measureme
         if not path.exists():
             raise InputError(f"{path}: no such measurement file")
         text = read_text_file(path, what="a measurement CSV file", max_bytes=MAX_CSV_BYTES)
+        csv.field_size_limit(
+            max(csv.field_size_limit(), MAX_CSV_BYTES)
+        )  # a long cell marks its row, not the file
         reader = csv.reader(io.StringIO(text, newline=""))
         try:
             header = next(reader, None)

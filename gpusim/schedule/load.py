@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from gpusim.arch import Arch
 from gpusim.dtypes import bytes_per_element, canonical_dtype
-from gpusim.errors import InputError, UnknownNameError, format_validation_error, quote
+from gpusim.errors import InputError, LimitExceeded, UnknownNameError, format_validation_error, quote
 from gpusim.resources import builtin_dir
 from gpusim.schedule.expr import Expr, ExprError, as_expr
 from gpusim.schedule.ir import Barrier, Buffer, Launch, Operand, Role, Schedule
@@ -51,6 +51,16 @@ def _read_spec(path: Path) -> ScheduleSpec:
         raise InputError(format_validation_error(str(path), exc)) from None
 
 
+MAX_PROBLEM_SIZE = 1 << 40
+"""The largest problem size (M, N, K, sequence length, bytes, ...): 1 TiB of bytes, beyond any GPU."""
+MAX_LAUNCH_CTAS = 1 << 22
+"""The most CTAs (times splits) a launch may have: the work plan holds one record per CTA."""
+MAX_STAGES = 1024
+"""The most stages a buffer may have (real pipelines use 2 to 16)."""
+SIZE_FLAGS = frozenset({"causal"})
+"""Problem values that are 0 or 1 rather than sizes."""
+SIZE_MAY_BE_ZERO = frozenset({"masked_m"})
+
 MAX_SET_VALUE_CHARS = 1000
 """The longest ``--set`` value (an expression is bounded the same way)."""
 
@@ -87,12 +97,15 @@ def _eval(expr: Any, env: dict[str, Any], where: str) -> Any:
     try:
         return as_expr(expr)(env, where=where)
     except ExprError as exc:
-        raise InputError(f"{where}: {exc}") from None
+        message = str(exc)
+        raise InputError(message if message.startswith(where) else f"{where}: {message}") from None
 
 
 def _int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{where}: expected a whole number, got {value!r}")
+        raise InputError(
+            f"{where}: expected a whole number, got {quote(repr(value) if not isinstance(value, str) else value, 80)}"
+        )
     if isinstance(value, float) and not value.is_integer():
         raise InputError(f"{where}: expected a whole number, got {value}")
     return int(value)
@@ -130,6 +143,7 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
             if section == "problem" and key == "dtype":
                 continue
         if section == "problem":
+            _check_problem_sizes(spec, env, src)
             if "dtype" not in env:
                 raise InputError(f"{src}: problem.dtype: required field is missing")
             env["elem_bytes"] = bytes_per_element(env["dtype"])
@@ -186,6 +200,39 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
     )
 
 
+def _check_problem_sizes(spec: ScheduleSpec, env: dict[str, Any], src: str) -> None:
+    """Problem sizes are whole numbers from 1 (0 where that means 'none') to MAX_PROBLEM_SIZE."""
+    for key in spec.problem:
+        value = env.get(key)
+        if isinstance(value, str) or key == "dtype" or key.endswith("_dtype"):
+            continue
+        where = f"{src}: problem.{key}"
+        if isinstance(value, bool):
+            value = int(value)
+        number = _int(value, where)
+        low = 0 if key in SIZE_FLAGS or key in SIZE_MAY_BE_ZERO else 1
+        high = 1 if key in SIZE_FLAGS else MAX_PROBLEM_SIZE
+        if number < low:
+            raise InputError(
+                f"{where}: expected {'0 or 1' if high == 1 else f'a size >= {low}'}, got {number}"
+            )
+        if number > high:
+            if high == 1:
+                raise InputError(f"{where}: expected 0 or 1, got {number}")
+            raise LimitExceeded(f"{where}: {number:,} is larger than gpusim simulates (at most 2**40)")
+        env[key] = number
+
+
+def _check_launch_size(grid: list[tuple[str, int]], splits: int, src: str) -> None:
+    ctas = splits
+    for _, extent in grid:
+        ctas *= extent
+    if ctas > MAX_LAUNCH_CTAS:
+        shape = " x ".join(f"{d} {e:,}" for d, e in grid) + (f" x {splits} splits" if splits > 1 else "")
+        raise LimitExceeded(f"{src}: launch.grid: {shape} is {ctas:,} CTAs; gpusim simulates at most "
+                            f"{MAX_LAUNCH_CTAS:,} per launch (use a smaller problem)")  # fmt: skip
+
+
 def _bool(value: Any, where: str) -> bool:
     if isinstance(value, bool):
         return value
@@ -209,6 +256,9 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
     sch = ls.scheduler
     parts = (
         None if sch.parts is None else _int(_eval(sch.parts, env, f"{src}: launch.scheduler.parts"), "parts")
+    )
+    _check_launch_size(
+        grid, max(1, _int(_eval(sch.splits, env, f"{src}: launch.scheduler.splits"), "splits")), src
     )
     ctas_per_sm = _int(_eval(ls.ctas_per_sm, env, f"{src}: launch.ctas_per_sm"), f"{src}: launch.ctas_per_sm")
     if ctas_per_sm < 1:
@@ -243,8 +293,8 @@ def _resolve_buffer(name: str, b: Any, env: dict[str, Any], src: str) -> Buffer:
             )
         producer, consumer = left, right
     stages = _int(_eval(b.stages, env, f"{where}.stages"), f"{where}.stages")
-    if stages < 1:
-        raise InputError(f"{where}.stages: must be >= 1, got {stages}")
+    if not 1 <= stages <= MAX_STAGES:
+        raise InputError(f"{where}.stages: must be between 1 and {MAX_STAGES}, got {stages}")
     return Buffer(
         name=name,
         space=b.space,
