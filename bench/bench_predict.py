@@ -8,10 +8,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from gpusim.arch import load_arch
-from gpusim.report.summary import summarize
-from gpusim.schedule.load import load_schedule
-from gpusim.sim.engine import simulate
+import gpusim
 
 CASES = [
     ("gemm_ws_pingpong", "h100", {"M": 8192, "N": 8192, "K": 8192}),
@@ -21,15 +18,14 @@ CASES = [
 
 
 def bench(name: str, arch_id: str, overrides: dict[str, int], repeats: int = 3) -> tuple[float, int, float]:
-    """Median wall seconds of load + check + simulate + summarize, events, predicted TFLOPS."""
-    arch = load_arch(arch_id)
+    """Median wall seconds of a time-only ``gpusim.predict`` (load, check, simulate, summarize; datasheet
+    costs), events, predicted TFLOPS."""
     walls, events, tflops = [], 0, 0.0
     for _ in range(repeats):
         start = time.perf_counter()
-        run = simulate(load_schedule(name, arch, overrides), arch)
-        prediction = summarize(run)
+        prediction = gpusim.predict(name, arch_id, costs="datasheet", attribute=False, **overrides)
         walls.append(time.perf_counter() - start)
-        events, tflops = run.events, prediction.tflops
+        events, tflops = prediction.sim["events"], prediction.tflops
     return statistics.median(walls), events, tflops
 
 

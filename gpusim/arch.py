@@ -510,35 +510,22 @@ def resolve_arch_id(name: str) -> str:
     raise UnknownNameError("arch", name, builtin_arch_ids())
 
 
-def load_arch(name_or_path: str | Path, *, calibrated: bool = False) -> Arch:
-    """An arch by id, alias, or path of a user's YAML file.
+def load_arch(name_or_path: str | Path) -> Arch:
+    """An arch by id, alias, or path of a user's YAML file, with the costs its file writes (datasheet).
 
-    ``calibrated=True`` merges the shipped calibration overlay ``archs/calibrated/<id>.yaml`` (written
-    by ``gpusim calibrate``) over a built-in arch when one exists; ``gpusim predict`` does so by default.
+    Calibrated costs are merged by :func:`gpusim.costs.with_costs` (``gpusim.load_arch`` and
+    ``gpusim.predict`` do so by default).
     """
     text = str(name_or_path)
     looks_like_path = isinstance(name_or_path, Path) or text.endswith((".yaml", ".yml")) or "/" in text
     if looks_like_path:
         return load_arch_file(Path(text))
-    arch_id = resolve_arch_id(text)
-    if calibrated:
-        return _calibrated_arch(arch_id)
-    return _builtin_arch(arch_id)
+    return _builtin_arch(resolve_arch_id(text))
 
 
-@cache
-def _calibrated_arch(arch_id: str) -> Arch:
-    from gpusim.calibrate.overlay import load_overlay, with_calibration
-
-    base = _builtin_arch(arch_id)
-    overlay = load_overlay(arch_id)
-    if overlay is None:
-        return base
-    try:
-        return with_calibration(base, overlay)
-    except ValidationError as exc:
-        path = archs_dir() / "calibrated" / f"{arch_id}.yaml"
-        raise InputError(format_validation_error(str(path), exc)) from None
+def is_builtin_arch_id(arch_id: str) -> bool:
+    """Whether ``arch_id`` names a built-in arch file."""
+    return arch_id in _builtin_paths()
 
 
 def all_archs() -> list[Arch]:

@@ -12,14 +12,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import GpusimError, InputError, ScheduleRefused
-from gpusim.report.summary import Prediction, summarize
-from gpusim.schedule.load import _read_spec as read_spec
-from gpusim.schedule.load import load_schedule, schedule_path
+from gpusim.errors import InputError, ScheduleRefused
+from gpusim.result import Prediction
+from gpusim.schedule.load import load_schedule, read_spec
 from gpusim.schedule.program import walk
-from gpusim.sim.engine import simulate
+from gpusim.summarize import predict_resolved
 
 GEMM_PROBLEM_KEYS = ("M", "N", "K", "dtype")
+DEFAULT_GEMM_PROBLEM: dict[str, Any] = {"M": 8192, "N": 8192, "K": 8192, "dtype": "bf16"}
+"""What ``auto:gemm`` predicts without ``--set``: an 8192-cube GEMM in bf16 (fp16 on archs without
+bf16 tensor cores, i.e. Volta)."""
 
 # Per schedule: tilings a library would try, newest MMA unit first.
 GEMM_CANDIDATES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
@@ -74,40 +76,60 @@ def _tensor_bound_us(sched: Any, arch: Arch) -> float:
     return sched.flops / flops_per_us
 
 
+def default_gemm_problem(arch: Arch) -> dict[str, Any]:
+    """The documented default problem of ``auto:gemm`` on ``arch`` (see DEFAULT_GEMM_PROBLEM)."""
+    problem = dict(DEFAULT_GEMM_PROBLEM)
+    if "bf16" not in arch.supported_dtypes():
+        problem["dtype"] = "fp16"
+    return problem
+
+
 def search_gemm(
-    arch: Arch, problem: dict[str, Any], deadline_s: float | None = None
+    arch: Arch,
+    problem: dict[str, Any],
+    deadline_s: float | None = None,
+    *,
+    exact: bool = False,
+    on_candidate: Any = None,
 ) -> tuple[Prediction, list[Candidate]]:
-    """Simulate the candidate GEMM schedules for ``problem`` on ``arch`` and return the fastest
-    (SimulationTimeout once ``deadline_s``, a ``time.perf_counter()`` value, has passed)."""
+    """Simulate the candidate GEMM schedules for ``problem`` on ``arch`` (with the costs it carries)
+    and return the fastest, time-only (SimulationTimeout once ``deadline_s``, a
+    ``time.perf_counter()`` value, has passed). Missing problem keys take the documented default;
+    ``on_candidate(n_done, n_total)`` is called after each candidate (progress bars)."""
     unknown = [k for k in problem if k not in GEMM_PROBLEM_KEYS]
     if unknown:
         raise InputError(f"auto:gemm: --set {unknown[0]}: only the problem ({', '.join(GEMM_PROBLEM_KEYS)}) can be "
                          "set for auto; name a schedule to set its parameters")  # fmt: skip
-    tried: list[Candidate] = []
-    best: Prediction | None = None
+    problem = {**default_gemm_problem(arch), **problem}
+    plan = []
     for name, choices in GEMM_CANDIDATES:
         options = list(choices)
-        if "SPLITS" in read_spec(schedule_path(name)).params:
+        if "SPLITS" in read_spec(name).params:
             options += [{**c, "SPLITS": s} for c in choices[:2] for s in SPLIT_CHOICES]
-        for params in options:
-            try:
-                sched = load_schedule(name, arch, {**problem, **params})
-                bound = _tensor_bound_us(sched, arch)
-                if best is not None and bound >= best.time_us:
-                    tried.append(
-                        Candidate(name, params, None, f"skipped: tensor bound {bound:.1f} us >= best")
-                    )
-                    continue
-                if "SPLITS" in params and sched.launch.num_units >= arch.sm_count:
-                    tried.append(Candidate(name, params, None, "skipped: enough tiles without split-K"))
-                    continue
-                prediction = summarize(simulate(sched, arch, deadline_s=deadline_s))
-            except ScheduleRefused as exc:
-                tried.append(Candidate(name, params, None, f"refused: {exc}"))
+        plan.extend((name, params) for params in options)
+    tried: list[Candidate] = []
+    best: Prediction | None = None
+    for done, (name, params) in enumerate(plan, start=1):
+        if on_candidate is not None:
+            on_candidate(done - 1, len(plan))
+        try:
+            sched = load_schedule(name, arch, {**problem, **params})
+            bound = _tensor_bound_us(sched, arch)
+            if best is not None and bound >= best.time_us:
+                tried.append(Candidate(name, params, None, f"skipped: tensor bound {bound:.1f} us >= best"))
                 continue
-            tried.append(Candidate(name, params, prediction.time_us, "simulated"))
-            if best is None or prediction.time_us < best.time_us:
-                best = prediction
+            if "SPLITS" in params and sched.launch.num_units >= arch.sm_count:
+                tried.append(Candidate(name, params, None, "skipped: enough tiles without split-K"))
+                continue
+            prediction = predict_resolved(sched, arch, attribute=False, exact=exact, deadline_s=deadline_s)
+        except ScheduleRefused as exc:
+            tried.append(Candidate(name, params, None, f"refused: {exc}"))
+            continue
+        tried.append(Candidate(name, params, prediction.time_us, "simulated"))
+        if best is None or prediction.time_us < best.time_us:
+            best = prediction
+    if on_candidate is not None:
+        on_candidate(len(plan), len(plan))
     if best is None:
         reasons = "; ".join(c.note for c in tried[:3])
         raise ScheduleRefused(f"auto:gemm on {arch.id}: no GEMM schedule is legal for {problem} ({reasons})")
@@ -118,10 +140,3 @@ def search_gemm(
         "candidates": [c.as_dict() for c in tried],
     }
     return replace(best, choice=choice), tried
-
-
-def predict_auto(kind: str, arch: Arch, overrides: dict[str, Any]) -> Prediction:
-    """Run the search ``kind`` names."""
-    if kind in ("auto", "auto:gemm"):
-        return search_gemm(arch, overrides)[0]
-    raise GpusimError(f"{kind}: no attention schedules exist yet; use auto:gemm")

@@ -1,56 +1,125 @@
-"""The ``gpusim`` command line. Every user error is one line on stderr and exit status 2."""
+"""The ``gpusim`` command line.
+
+Every user error is one line on stderr; the exit status says what kind (``gpusim.errors``): 0 ok,
+2 bad input or usage, 3 refused by a hardware or budget check, 4 deadlock, 5 over a limit. Imports
+sit inside the commands so that ``gpusim --help`` starts fast.
+"""
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from gpusim.cli_guard import PLOT_SUFFIXES, TRACE_SUFFIXES, YAML_SUFFIXES, check_output_path, run_guarded
 from gpusim.cli_guard import write_json as _print_json
-from gpusim.errors import InputError
+from gpusim.compiler import commands as _compiler_commands
+from gpusim.errors import EXIT_CODES_HELP, GpusimError, InputError
 
 app = typer.Typer(
     name="gpusim",
-    help="Resource-model simulator for GPU kernel schedules (Volta to Blackwell).",
+    help="Resource-model simulator for GPU kernel schedules (Volta to Blackwell).\n\n" + EXIT_CODES_HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-archs_app = typer.Typer(help="List the built-in architectures, or show one in full.", no_args_is_help=False)
+archs_app = typer.Typer(
+    help="List the built-in architectures, or show one in full.",
+    no_args_is_help=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 app.add_typer(archs_app, name="archs")
+_compiler_commands.register(app)  # gpusim resources / gpusim check (gpusim/compiler/commands.py)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+CsvFlag = Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")]
+CalibratedFlag = Annotated[
+    bool,
+    typer.Option(
+        "--calibrated/--datasheet",
+        help="Calibrated costs (the overlay `gpusim calibrate` wrote, else the shipped one) or the arch "
+        "file's datasheet costs.",
+    ),
+]
+OverlayOption = Annotated[
+    str | None, typer.Option("--overlay", help="Use the calibrated costs of this overlay YAML file.")
+]
+QuietFlag = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+SetsOption = Annotated[
+    list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE problem or parameter override.")
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from gpusim import __version__
+
+        sys.stdout.write(f"gpusim {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = None,
+) -> None:
+    """Resource-model simulator for GPU kernel schedules (Volta to Blackwell)."""
+
+
+def _one_format(as_json: bool, as_csv: bool) -> None:
+    if as_json and as_csv:
+        raise InputError("--json and --csv exclude each other")
+
+
+def _costs(calibrated: bool, overlay: str | None) -> str:
+    if overlay is not None:
+        if not calibrated:
+            raise InputError("--overlay and --datasheet exclude each other")
+        return overlay
+    return "calibrated" if calibrated else "datasheet"
+
+
+def _overrides(sets: list[str] | None) -> dict[str, Any]:
+    from gpusim.schedule.load import parse_override
+
+    return dict(parse_override(s) for s in sets or [])
 
 
 @archs_app.callback(invoke_without_command=True)
-def archs_list(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+def archs_list(ctx: typer.Context, as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
     """One table of every built-in arch: SMs, clocks, HBM, L2, dense peaks, ridge point, budgets."""
     if ctx.invoked_subcommand is not None:
         return
     from gpusim.arch import all_archs
     from gpusim.report.arch_table import arch_summary, archs_table
-    from gpusim.report.console import make_console
+    from gpusim.report.console import make_console, write_csv
 
+    _one_format(as_json, as_csv)
     archs = all_archs()
     if as_json:
         _print_json([arch_summary(a) for a in archs])
-        return
-    make_console().print(archs_table(archs))
+    elif as_csv:
+        write_csv([arch_summary(a) for a in archs])
+    else:
+        make_console().print(archs_table(archs))
 
 
 @archs_app.command("show")
 def archs_show(
     arch_id: Annotated[str, typer.Argument(help="Arch id, alias (h100_sxm, sm_90) or path to a YAML file.")],
     as_json: JsonFlag = False,
+    calibrated: CalibratedFlag = True,
 ) -> None:
-    """One arch in full, with derived peaks, ridge points and every source."""
-    from gpusim.arch import load_arch
+    """One arch in full, with units, derived peaks, ridge points, its costs and every source."""
+    from gpusim.api import load_arch
     from gpusim.report.arch_table import arch_detail, arch_detail_tables
     from gpusim.report.console import make_console
 
-    arch = load_arch(arch_id)
+    arch = load_arch(arch_id, costs="calibrated" if calibrated else "datasheet")
     if as_json:
         _print_json(arch_detail(arch))
         return
@@ -62,15 +131,18 @@ def archs_show(
 @app.command("predict")
 def predict(
     schedule: Annotated[
-        str, typer.Argument(help="Schedule name (see `gpusim schedules`) or path to a YAML file.")
+        str, typer.Argument(help="Schedule name (see `gpusim schedules`), auto:gemm, or a YAML path.")
     ],
-    arch: Annotated[str, typer.Option("--arch", "-a", help="Arch id, alias or YAML path.")] = "",
-    sets: Annotated[
-        list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE problem or parameter override.")
-    ] = None,
+    arch: Annotated[
+        str, typer.Option("--arch", "-a", help="Arch id, alias or YAML path (default: the schedule's).")
+    ] = "",
+    sets: SetsOption = None,
     as_json: JsonFlag = False,
-    datasheet: Annotated[
-        bool, typer.Option("--datasheet", help="Datasheet costs instead of the shipped calibration.")
+    as_csv: CsvFlag = False,
+    calibrated: CalibratedFlag = True,
+    overlay: OverlayOption = None,
+    exact: Annotated[
+        bool, typer.Option("--exact", help="Simulate every event (no fast-forward of repeated periods).")
     ] = False,
     trace: Annotated[
         str | None, typer.Option("--trace", help="Write a Chrome/Perfetto trace JSON here.")
@@ -85,84 +157,83 @@ def predict(
         str | None,
         typer.Option("--window", help="Plot window START_US:END_US (default: ~3 tile periods mid-kernel)."),
     ] = None,
+    quiet: QuietFlag = False,
+    resources: Annotated[
+        str | None,
+        typer.Option("--resources", help="Use a build's registers and shared memory (see `resources`)."),
+    ] = None,
 ) -> None:
-    """Simulate a schedule on an arch: time, TFLOPS, bandwidth, utilization per unit and the bottleneck."""
-    from gpusim.arch import load_arch
-    from gpusim.autotune import is_auto, predict_auto
-    from gpusim.report.console import make_console
-    from gpusim.report.summary import prediction_tables, summarize
-    from gpusim.schedule.load import _read_spec as read_spec
-    from gpusim.schedule.load import load_schedule, parse_override, schedule_path
+    """Simulate a schedule on an arch: time and interval, TFLOPS, bandwidth, utilization per unit, and
+    the verdict (where the time goes)."""
+    from gpusim.api import predict as api_predict
+    from gpusim.report.console import make_console, progress_bar, write_csv
+    from gpusim.report.summary import prediction_csv_row, prediction_tables
 
+    _one_format(as_json, as_csv)
     check_output_path(plot, "--plot", PLOT_SUFFIXES)
     check_output_path(trace, "--trace", TRACE_SUFFIXES)
-    overrides = dict(parse_override(s) for s in sets or [])
     if (sm is not None or window is not None) and plot is None:
         raise InputError("--sm and --window choose what --plot draws; add --plot FILE.png")
-    if is_auto(schedule):
-        if trace is not None or plot is not None:
-            raise InputError(
-                "--trace and --plot need a named schedule (run auto first, then predict its choice)"
-            )
-        from gpusim.report.attribution import attribute_choice
+    record = trace is not None or plot is not None
+    with progress_bar(f"{schedule}: searching", quiet or not schedule.startswith("auto")) as progress:
+        build = _compiler_commands.build_for_predict(schedule, arch, resources) if resources else None
+        prediction = api_predict(schedule, arch or None, costs=_costs(calibrated, overlay), record=record,
+                                 exact=exact, on_progress=progress, resources=build, **_overrides(sets))  # fmt: skip
+    run = prediction.timeline
+    if plot is not None:
+        from gpusim.report.plot_timeline import plot_timeline
+        from gpusim.report.timeline import check_sm, parse_window
 
-        auto_arch = load_arch(arch or "h100", calibrated=not datasheet)
-        prediction = attribute_choice(predict_auto(schedule, auto_arch, overrides), auto_arch, overrides)
-    else:
-        arch_obj = load_arch(
-            arch or read_spec(schedule_path(schedule)).reference_arch, calibrated=not datasheet
-        )
-        sched = load_schedule(schedule, arch_obj, overrides)
-        from gpusim.sim.engine import simulate
+        sm_index = check_sm(run, sm) if sm is not None else None
+        window_ns = parse_window(window, run.kernel_ns) if window is not None else None
+        plot_timeline(run, plot, sm_index, window_ns, verdict=prediction.verdict, costs=prediction.costs)
+    if trace is not None:
+        from gpusim.report.trace import write_trace
 
-        run = simulate(sched, arch_obj, record=True)
-        prediction = summarize(run)
-        if plot is not None:
-            from gpusim.report.plot_timeline import plot_timeline
-            from gpusim.report.timeline import check_sm, parse_window
-
-            sm_index = check_sm(run, sm) if sm is not None else None
-            window_ns = parse_window(window, run.kernel_ns) if window is not None else None
-            plot_timeline(run, plot, sm_index, window_ns, verdict=prediction.verdict)
-        if trace is not None:
-            from gpusim.report.trace import write_trace
-
-            write_trace(run, trace)
-    from gpusim.calibrate.intervals import prediction_interval
-
-    interval = prediction_interval(prediction.arch, schedule, prediction.time_us, prediction.costs)
+        write_trace(run, trace)
     if as_json:
-        _print_json({**prediction.as_dict(), "interval": interval})
-        return
-    console = make_console()
-    for table in prediction_tables(prediction):
-        console.print(table)
-    console.print(interval["text"])
+        _print_json(prediction.to_dict())
+    elif as_csv:
+        write_csv([prediction_csv_row(prediction)])
+    else:
+        console = make_console()
+        for table in prediction_tables(prediction):
+            console.print(table)
 
 
 @app.command("schedules")
-def schedules_list(as_json: JsonFlag = False) -> None:
-    """List the built-in schedules with their reference arch and description."""
+def schedules_list(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
+    """The built-in schedules: reference arch, description, and the problem and parameters `--set`
+    accepts with their defaults."""
     from rich.table import Table
 
-    from gpusim.report.console import make_console
-    from gpusim.schedule.load import _read_spec as read_spec
-    from gpusim.schedule.load import builtin_schedule_names, schedule_path
+    from gpusim.api import load_schedule, schedules
+    from gpusim.report.console import make_console, write_csv
 
-    specs = [read_spec(schedule_path(name)) for name in builtin_schedule_names()]
+    _one_format(as_json, as_csv)
+    specs = [load_schedule(name) for name in schedules()]
+    rows = [
+        {"schedule": s.schedule, "reference_arch": s.reference_arch, "description": " ".join(s.description.split()),
+         "problem": dict(s.problem), "params": dict(s.params)}
+        for s in specs
+    ]  # fmt: skip
     if as_json:
-        _print_json(
-            [
-                {"schedule": s.schedule, "reference_arch": s.reference_arch, "description": s.description}
-                for s in specs
-            ]
-        )
+        _print_json(rows)
         return
-    table = Table(title="gpusim schedules")
-    for col in ("schedule", "reference arch", "description"):
-        table.add_column(col)
-    for s in specs:
-        table.add_row(s.schedule, s.reference_arch, " ".join(s.description.split()))
+    if as_csv:
+        flat = [{**r, "problem": ";".join(f"{k}={v}" for k, v in r["problem"].items()),
+                 "params": ";".join(f"{k}={v}" for k, v in r["params"].items())} for r in rows]  # fmt: skip
+        write_csv(flat)
+        return
+    table = Table(title="gpusim schedules (--set KEY=VALUE overrides any problem value or parameter)",
+                  title_justify="left", show_lines=True)  # fmt: skip
+    table.add_column("schedule", no_wrap=True)
+    table.add_column("arch", no_wrap=True)
+    table.add_column("description, problem and parameters (defaults)", overflow="fold")
+    for r in rows:
+        text = (f"{r['description']}\nproblem: " + ", ".join(f"{k}={v}" for k, v in r["problem"].items())
+                + "\nparams: " + ", ".join(f"{k}={v}" for k, v in r["params"].items()))  # fmt: skip
+        table.add_row(r["schedule"], r["reference_arch"], text)
     make_console().print(table)
 
 
@@ -180,25 +251,45 @@ def compare_cmd(
         typer.Option("--vs", help="An alternative KEY=VALUE[,KEY=VALUE] set; each --vs adds a variant."),
     ] = None,
     as_json: JsonFlag = False,
+    as_csv: CsvFlag = False,
+    calibrated: CalibratedFlag = True,
+    overlay: OverlayOption = None,
     plot: Annotated[str | None, typer.Option("--plot", help="Write a grouped bar chart PNG here.")] = None,
 ) -> None:
-    """Run variants side by side (schedules, --vs parameter sets, or comma-separated archs): time,
-    TFLOPS, utilizations and the verdict of each."""
-    from gpusim.report.compare import build_variants, compare, compare_rows, compare_table
-    from gpusim.report.console import make_console
+    """Run variants side by side on one problem (schedules, --vs parameter sets, or comma-separated
+    archs): time, TFLOPS, utilizations and the verdict of each; refused variants say why."""
+    from gpusim.comparison import build_variants, compare
+    from gpusim.report.compare import compare_csv_rows, compare_notes, compare_table
+    from gpusim.report.console import make_console, write_csv
+    from gpusim.schedule.load import parse_override
 
+    _one_format(as_json, as_csv)
     check_output_path(plot, "--plot", PLOT_SUFFIXES)
     archs = [a.strip() for a in arch.split(",") if a.strip()]
-    variants = build_variants(schedules, archs, sets or [], vs or [])
-    preds = compare(variants)
+    vs_sets = []
+    for item in vs or []:
+        extra = {}
+        for part in item.split(","):
+            if "=" not in part:
+                raise InputError(f"--vs '{item}': expected KEY=VALUE")
+            key, value = parse_override(part)
+            extra[key] = value
+        vs_sets.append(extra)
+    variants = build_variants(list(schedules), archs, vs_sets)
+    result = compare(variants, costs=_costs(calibrated, overlay), **_overrides(sets))
     if plot is not None:
         from gpusim.report.plot_compare import plot_compare
 
-        plot_compare(variants, preds, plot)
+        plot_compare(result, plot)
     if as_json:
-        _print_json(compare_rows(variants, preds))
-        return
-    make_console().print(compare_table(variants, preds))
+        _print_json(result.to_dict())
+    elif as_csv:
+        write_csv(compare_csv_rows(result))
+    else:
+        console = make_console()
+        console.print(compare_table(result))
+        for line in compare_notes(result):
+            console.print(line, highlight=False)
 
 
 @app.command("roofline")
@@ -208,44 +299,65 @@ def roofline_cmd(
         typer.Argument(help="Schedules to place (default: every built-in schedule legal here)."),
     ] = None,
     arch: Annotated[str, typer.Option("--arch", "-a", help="Arch id, alias or YAML path.")] = "h100",
-    sets: Annotated[
-        list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE problem or parameter override.")
-    ] = None,
+    sets: SetsOption = None,
+    calibrated: CalibratedFlag = True,
+    overlay: OverlayOption = None,
     plot: Annotated[str | None, typer.Option("--plot", help="Write the roofline PNG here.")] = None,
     as_json: JsonFlag = False,
+    as_csv: CsvFlag = False,
+    quiet: QuietFlag = False,
 ) -> None:
     """The arch's roofs (HBM, L2, tensor peak per dtype) and each predicted kernel by arithmetic intensity."""
-    from gpusim.arch import load_arch
-    from gpusim.report.roofline import predict_points, roofs
-    from gpusim.schedule.load import builtin_schedule_names, parse_override
+    from rich.table import Table
 
+    from gpusim.api import load_arch
+    from gpusim.api import predict as api_predict
+    from gpusim.api import schedules as all_schedules
+    from gpusim.report.console import make_console, progress_bar, write_csv
+    from gpusim.report.roofline import point, roofs
+
+    _one_format(as_json, as_csv)
     check_output_path(plot, "--plot", PLOT_SUFFIXES)
-    arch_obj = load_arch(arch)
-    overrides = dict(parse_override(s) for s in sets or [])
-    names = list(schedules or builtin_schedule_names())
-    points, skipped = predict_points(arch_obj, names, overrides)
+    costs = _costs(calibrated, overlay)
+    arch_obj = load_arch(arch, costs=costs)
+    overrides = _overrides(sets)
+    names = list(schedules or all_schedules())
+    points, skipped = [], []
+    with progress_bar("roofline", quiet) as progress:
+        for i, name in enumerate(names):
+            progress(i, len(names))
+            try:
+                pred = api_predict(name, arch_obj, costs=costs, attribute=False, **overrides)
+            except GpusimError as exc:
+                skipped.append(f"{name}: {exc}")
+                continue
+            pt = point(pred, arch_obj, str(pred.problem.get("dtype", "bf16")))
+            if pt is None:
+                skipped.append(f"{name}: no FLOPs or no HBM traffic, so no arithmetic intensity")
+            else:
+                points.append(pt)
     if schedules and not points:
         raise InputError("roofline: none of the schedules could be placed: " + "; ".join(skipped))
     r = roofs(arch_obj)
+    costs_name = arch_obj.calibration.origin
     if plot is not None:
         from gpusim.report.plot_roofline import plot_roofline
 
-        plot_roofline(r, points, plot)
+        plot_roofline(r, points, plot, costs=costs_name)
     if as_json:
-        _print_json({"roofs": r.as_dict(), "points": [p.as_dict() for p in points], "skipped": skipped})
+        _print_json({"roofs": r.as_dict(), "costs": costs_name, "points": [p.as_dict() for p in points],
+                     "skipped": skipped})  # fmt: skip
         return
-    from rich.table import Table
-
-    from gpusim.report.console import make_console
-
-    table = Table(
-        title=f"roofline on {arch_obj.id}: HBM {r.hbm_bytes_per_s / 1e12:.2f} TB/s", title_justify="left"
-    )
-    for col in ("schedule", "dtype", "FLOP/byte (HBM)", "TFLOPS", "roof TFLOPS", "of roof"):
+    if as_csv:
+        write_csv([{**p.as_dict(), "arch": arch_obj.id, "costs": costs_name} for p in points])
+        return
+    table = Table(title=f"roofline on {arch_obj.id}: HBM {r.hbm_bytes_per_s / 1e12:.2f} TB/s ({costs_name} costs)",
+                  title_justify="left")  # fmt: skip
+    for col in ("schedule", "dtype", "FLOP/byte (HBM)", "TFLOPS", "roof TFLOPS", "of roof", "time (us)"):
         table.add_column(col, justify="left" if col in ("schedule", "dtype") else "right")
     for p in points:
         table.add_row(p.label, p.dtype, f"{p.intensity_flop_per_byte:,.1f}", f"{p.tflops:,.1f}",
-                      f"{p.bound_tflops:,.1f}", f"{p.tflops / p.bound_tflops:.0%}")  # fmt: skip
+                      f"{p.bound_tflops:,.1f}", f"{p.tflops / p.bound_tflops:.0%}", f"{p.time_us:,.2f}")  # fmt: skip
     console = make_console()
     console.print(table)
     for line in skipped:
@@ -259,10 +371,7 @@ FilesArg = Annotated[list[str], typer.Argument(help="Measurement CSV files (data
 def validate_cmd(
     files: FilesArg,
     arch: Annotated[str | None, typer.Option("--arch", "-a", help="Only rows of this arch.")] = None,
-    datasheet: Annotated[bool, typer.Option("--datasheet", help="Datasheet costs for every arch.")] = False,
-    calibrated: Annotated[
-        bool, typer.Option("--calibrated", help="Shipped calibrated costs where they exist (the default).")
-    ] = False,
+    calibrated: CalibratedFlag = True,
     row_timeout: Annotated[
         float,
         typer.Option(
@@ -273,33 +382,43 @@ def validate_cmd(
     plot: Annotated[
         str | None, typer.Option("--plot", help="Also write a predicted-vs-measured plot (PNG) here.")
     ] = None,
+    markdown: Annotated[
+        str | None, typer.Option("--markdown", help="Also write the accuracy report (Markdown) here.")
+    ] = None,
     as_json: JsonFlag = False,
+    as_csv: CsvFlag = False,
+    quiet: QuietFlag = False,
 ) -> None:
     """Predict every measured row and report the error per arch and schedule family."""
-    from gpusim.calibrate.report import validate_tables
+    from gpusim.calibrate.report import validate_csv_rows, validate_tables
     from gpusim.calibrate.validate import run_validate
-    from gpusim.report.console import make_console
+    from gpusim.report.console import make_console, progress_bar, write_csv
 
+    _one_format(as_json, as_csv)
     check_output_path(plot or None, "--plot", PLOT_SUFFIXES)
-    if datasheet and calibrated:
-        raise InputError("--datasheet and --calibrated exclude each other")
-    results, summary = run_validate(
-        files,
-        costs="datasheet" if datasheet else "calibrated",
-        arch_filter=arch,
-        jobs=jobs or None,
-        row_timeout_s=row_timeout or None,
-    )
+    check_output_path(markdown or None, "--markdown", (".md",))
+    costs = "calibrated" if calibrated else "datasheet"
+    with progress_bar("validate: rows", quiet) as progress:
+        results, summary = run_validate(files, costs=costs, arch_filter=arch, jobs=jobs or None,
+                                        row_timeout_s=row_timeout or None, on_progress=progress)  # fmt: skip
     if plot:
         from gpusim.calibrate.plot import plot_predicted_vs_measured
 
         plot_predicted_vs_measured(results, plot, f"gpusim: predicted vs measured ({summary['costs']} costs)")
+    if markdown:
+        from pathlib import Path
+
+        from gpusim.calibrate.accuracy import accuracy_markdown
+
+        Path(markdown).write_text(accuracy_markdown(results, summary, files), encoding="utf-8")
     if as_json:
         _print_json({"rows": [r.as_dict() for r in results], "summary": summary})
-        return
-    console = make_console()
-    for table in validate_tables(results, summary):
-        console.print(table)
+    elif as_csv:
+        write_csv(validate_csv_rows(results))
+    else:
+        console = make_console()
+        for table in validate_tables(results, summary):
+            console.print(table)
 
 
 @app.command("calibrate")
@@ -312,31 +431,40 @@ def calibrate_cmd(
     ] = None,
     out: Annotated[
         str | None,
-        typer.Option("--out", help="Write the overlay here (default: archs/calibrated/<id>.yaml)."),
+        typer.Option(
+            "--out",
+            help="Write the overlay here (default: <user calibration dir>/<id>.yaml, which "
+            "predict then uses; set GPUSIM_CALIBRATION_DIR to choose the directory).",
+        ),
     ] = None,
     max_rows: Annotated[
         int, typer.Option("--max-rows", help="Fit on at most this many rows (spread evenly).")
     ] = 14,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
     as_json: JsonFlag = False,
+    quiet: QuietFlag = False,
 ) -> None:
-    """Fit the arch's calibration block to measured rows (least squares on log error, bounded)."""
+    """Fit the arch's calibration block to measured rows (least squares on log error, bounded), starting
+    from its datasheet costs. Never writes into the installed package."""
     from pathlib import Path
 
-    from gpusim.arch import load_arch
+    from gpusim.api import load_arch
     from gpusim.calibrate.fit import calibrate
     from gpusim.calibrate.measurements import read_measurements
-    from gpusim.calibrate.overlay import overlay_path, write_overlay
+    from gpusim.calibrate.overlay import user_overlay_path, write_overlay
     from gpusim.calibrate.params import parse_fit_names
     from gpusim.calibrate.report import calibrate_text
+    from gpusim.report.console import progress_bar
 
     if not dry_run:
         check_output_path(out, "--out", YAML_SUFFIXES)
     if max_rows < 1:
         raise InputError(f"--max-rows {max_rows}: expected at least 1")
-    base = load_arch(arch)
-    result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows)
-    target = Path(out) if out else overlay_path(base.id)
+    base = load_arch(arch, costs="datasheet")
+    with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
+        result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
+                           on_progress=progress)  # fmt: skip
+    target = Path(out) if out else user_overlay_path(base.id)
     if not dry_run:
         write_overlay(target, base.id, result["calibration"])
         result["written"] = str(target)
@@ -359,7 +487,8 @@ def measure_cmd(
 
 
 def main() -> None:
-    """Entry point: run the app; every failure is one line on stderr with a documented exit status."""
+    """Entry point: run the app; every failure is one line on stderr with its exit status
+    (usage errors too, with a hint to --help; Ctrl-C is 130)."""
     run_guarded(app)
 
 

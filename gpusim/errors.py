@@ -1,4 +1,9 @@
-"""Errors that gpusim reports to users as one clear line (the CLI exits with status 2)."""
+"""Errors that gpusim reports to users as one clear line; each class carries the CLI's exit status.
+
+Exit statuses (``gpusim --help`` lists them): 0 ok, 2 bad input or usage, 3 refused by a hardware or
+budget check, 4 deadlock, 5 over a limit (simulated work or time). Every error is picklable and can be
+rebuilt from its ``args`` (so it crosses process pools intact).
+"""
 
 from __future__ import annotations
 
@@ -20,10 +25,10 @@ def quote(text: Any, limit: int = QUOTE_CHARS) -> str:
 
 
 class GpusimError(Exception):
-    """A user-facing error: bad input, an unknown name, or a schedule that does not fit.
+    """A user-facing error: bad input, an unknown name, or a schedule that does not fit."""
 
-    Every subclass can be rebuilt from its ``args`` (``type(exc)(*exc.args)``, as simpy re-raises a
-    process's exception) and pickled (as multiprocessing returns a worker's exception)."""
+    exit_code: int = 2
+    """The ``gpusim`` command's exit status for this error."""
 
 
 class InputError(GpusimError):
@@ -42,33 +47,44 @@ class UnknownNameError(InputError):
         self.where = where
         close = difflib.get_close_matches(str(name)[:QUOTE_CHARS], known_list, n=1, cutoff=0.6)
         self.suggestion = close[0] if close else None
-
-    def __str__(self) -> str:
         hint = (
             f"did you mean '{self.suggestion}'?"
             if self.suggestion
-            else f"known: {quote(', '.join(self.known), 600)}"
+            else f"known: {quote(', '.join(known_list), 600)}"
         )
-        prefix = f"{self.where}: " if self.where else ""
-        return f"{prefix}unknown {self.kind} '{quote(self.name)}'; {hint}"
+        prefix = f"{where}: " if where else ""
+        self.message = f"{prefix}unknown {kind} '{quote(name)}'; {hint}"
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class ScheduleRefused(GpusimError):
     """A schedule that does not fit the hardware or is not legal on the arch."""
 
+    exit_code = 3
+
 
 class DeadlockError(GpusimError):
     """The simulation stopped with roles still blocked."""
 
+    exit_code = 4
+
 
 class LimitExceeded(GpusimError):
-    """An input beyond what gpusim simulates (too many CTAs, too large a problem): exit status 5."""
+    """A simulation or search ran past a limit its caller set (simulated work, or a deadline)."""
 
     exit_code = 5
 
 
-class SimulationTimeout(GpusimError):
+class SimulationTimeout(LimitExceeded):
     """A simulation ran past the wall-clock limit its caller gave it."""
+
+
+EXIT_CODES_HELP = (
+    "Exit status: 0 ok; 2 bad input or usage; 3 refused by a hardware or budget check; "
+    "4 deadlock; 5 over a limit."
+)
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:

@@ -37,16 +37,7 @@ def side_by_side(*paths):
 '''
 
 RUN = '''\
-from gpusim.arch import load_arch
-from gpusim.schedule.load import load_schedule
-from gpusim.sim.engine import simulate
-from gpusim.report.summary import summarize
-
-def run(schedule, arch, **overrides):
-    """Simulate with recording on (timelines, traces, attribution) and summarize."""
-    a = load_arch(arch)
-    sim = simulate(load_schedule(schedule, a, overrides), a, record=True)
-    return sim, summarize(sim)
+import gpusim
 '''
 
 
@@ -62,9 +53,11 @@ def nb_quickstart():
         new_code_cell(SHOW + "\n" + RUN),
         new_markdown_cell("## Predict\nThe same numbers as `gpusim predict gemm_ws_pingpong --arch h100`."),
         new_code_cell(
-            'sim, p = run("gemm_ws_pingpong", "h100")\n'
+            'p = gpusim.predict("gemm_ws_pingpong", "h100", record=True)\n'
             'print(f"{p.schedule} on {p.arch}: {p.time_us:,.1f} us, {p.tflops:,.1f} TFLOPS, HBM {p.hbm_gbps:,.0f} GB/s, "\n'
             '      f"L2 hit rate {p.l2_hit_rate:.1%}")\n'
+            'print("interval:", p.interval.text)\n'
+            'print("costs:", p.costs, "from the overlay", Path(p.overlay).name if p.overlay else None)\n'
             'print("verdict:", p.verdict)\n'
             'for cause, share in sorted(p.attribution.items(), key=lambda kv: -kv[1]):\n'
             '    if share > 0:\n'
@@ -81,7 +74,7 @@ def nb_quickstart():
             "import subprocess, sys\n"
             'cmd = [sys.executable, "-m", "gpusim", "predict", "gemm_ws_pingpong", "--arch", "h100", "--set", "M=4096", "--set", "N=4096"]\n'
             'print(" ".join(["gpusim", *cmd[3:]]))\n'
-            "print(subprocess.run(cmd, capture_output=True, text=True, check=True, env={**__import__('os').environ, 'COLUMNS': '120', 'NO_COLOR': '1', 'TERM': 'dumb'}).stdout)"
+            "print(subprocess.run(cmd, capture_output=True, text=True, check=True, env={**__import__('os').environ, 'COLUMNS': '100', 'NO_COLOR': '1', 'TERM': 'dumb'}).stdout)"
         ),
         new_markdown_cell(
             "## Timeline\n`gpusim predict ... --plot timeline.png` draws one SM group: the whole kernel on top "
@@ -91,9 +84,7 @@ def nb_quickstart():
             "while the other issues its wgmmas), and the producer warp waits for free stages."
         ),
         new_code_cell(
-            "from gpusim.report.plot_timeline import plot_timeline\n"
-            'path = plot_timeline(sim, OUT / "timeline.png", verdict=p.verdict)\n'
-            "show_png(path)"
+            'show_png(gpusim.plot_timeline(p, OUT / "timeline.png"))'
         ),
         new_markdown_cell(
             "## Perfetto trace\n`--trace trace.json` writes a Chrome/Perfetto trace: open it in "
@@ -103,9 +94,8 @@ def nb_quickstart():
         ),
         new_code_cell(
             "import collections, json\n"
-            "from gpusim.report.trace import write_trace\n"
-            'small, _ = run("gemm_ws_pingpong", "h100", M=2048, N=2048, K=2048)\n'
-            'trace = write_trace(small, OUT / "trace.json")\n'
+            'small = gpusim.predict("gemm_ws_pingpong", "h100", record=True, M=2048, N=2048, K=2048)\n'
+            'trace = gpusim.write_trace(small, OUT / "trace.json")\n'
             'events = json.loads(trace.read_text())["traceEvents"]\n'
             'print(f"{trace.stat().st_size / 1e6:.1f} MB, {len(events):,} events")\n'
             'print("by phase:", dict(collections.Counter(e["ph"] for e in events)))\n'
@@ -124,9 +114,8 @@ def nb_volta_to_blackwell():
         ),
         new_code_cell(SHOW + "\n" + RUN),
         new_code_cell(
-            "from gpusim.arch import all_archs\n"
             'rows = ["| arch | SMs | FP16 dense TFLOPS | FP8 dense TFLOPS | HBM TB/s | L2 MiB | ridge FLOP/byte (FP16) |", "|---|---|---|---|---|---|---|"]\n'
-            "for a in all_archs():\n"
+            "for a in gpusim.all_archs():\n"
             '    fp8 = a.dense_peak_tflops("fp8_e4m3")\n'
             '    rows.append(f"| {a.id} | {a.sm_count} | {a.dense_peak_tflops(\'fp16\'):,.0f} | {fp8 and f\'{fp8:,.0f}\' or \'-\'} | "\n'
             '                f"{a.memory.hbm_bandwidth_bytes_per_s / 1e12:.2f} | {a.memory.l2_size_bytes / 2**20:.0f} | {a.ridge_point_flop_per_byte(\'fp16\'):.0f} |")\n'
@@ -140,19 +129,17 @@ def nb_volta_to_blackwell():
             "`gpusim compare` with one variant per arch."
         ),
         new_code_cell(
-            "from gpusim.report.compare import Variant, compare, compare_table\n"
-            "from gpusim.report.plot_compare import plot_compare\n"
-            "from gpusim.report.console import make_console\n"
             'native = [("v100", "gemm_sync", "fp16"), ("a100", "gemm_cp_async", "bf16"), ("h100", "gemm_ws_pingpong", "bf16"), ("b200", "gemm_tcgen05", "bf16")]\n'
-            'variants = [Variant(f"{arch} · {sched}", sched, arch, {"M": 8192, "N": 8192, "K": 8192, "dtype": dt}) for arch, sched, dt in native]\n'
-            "preds = compare(variants)\n"
-            "make_console().print(compare_table(variants, preds))\n"
-            'show_png(plot_compare(variants, preds, OUT / "generations.png", title="8192³ GEMM on each generation\'s native schedule"))'
+            'variants = [gpusim.Variant(sched, arch, {"dtype": dt}, label=f"{arch} / {sched}") for arch, sched, dt in native]\n'
+            'c = gpusim.compare(variants, M=8192, N=8192, K=8192)\n'
+            'print("problem:", c.problem, "| costs:", c.costs)\n'
+            'show_png(gpusim.plot_compare(c, OUT / "generations.png", title="8192³ GEMM on each generation\'s native schedule"))'
         ),
         new_code_cell(
-            "for v, p in zip(variants, preds):\n"
-            "    peak = load_arch(p.arch).dense_peak_tflops(v.overrides['dtype'])\n"
-            '    print(f"{v.label:28s} {p.tflops:8,.0f} TFLOPS = {p.tflops / peak:4.0%} of the {peak:,.0f} TFLOPS peak   {p.verdict}")'
+            "for row in c.rows:\n"
+            "    p = row.prediction\n"
+            "    peak = gpusim.load_arch(p.arch).dense_peak_tflops(p.problem['dtype'])\n"
+            '    print(f"{row.variant.name:28s} {p.tflops:8,.0f} TFLOPS = {p.tflops / peak:4.0%} of the {peak:,.0f} TFLOPS peak   {p.verdict}")'
         ),
     ]
 
@@ -171,18 +158,16 @@ def nb_fa3():
         ),
         new_code_cell(SHOW + "\n" + RUN),
         new_code_cell(
-            "from gpusim.report.compare import Variant, compare, compare_table\n"
-            "from gpusim.report.plot_compare import plot_compare\n"
-            "from gpusim.report.console import make_console\n"
             'problem = {"batch": 2, "heads": 8, "seqlen_q": 2048, "head_dim": 128, "dtype": "bf16"}\n'
-            'variants = [Variant("FA2", "attn_fa2_fwd", "h100", problem)]\n'
+            'variants = [gpusim.Variant("attn_fa2_fwd", "h100", label="FA2")]\n'
             "for pp in (0, 1):\n"
             "    for ov in (0, 1):\n"
-            '        variants.append(Variant(f"FA3 PINGPONG={pp} INTRA_OVERLAP={ov}", "attn_fa3_fwd", "h100",\n'
-            '                                {**problem, "PINGPONG": pp, "INTRA_OVERLAP": ov}))\n'
-            "preds = compare(variants)\n"
-            "make_console().print(compare_table(variants, preds))\n"
-            'show_png(plot_compare(variants, preds, OUT / "fa3.png", title="FA2 vs FA3 on H100: ping-pong and intra-warpgroup overlap"))'
+            '        variants.append(gpusim.Variant("attn_fa3_fwd", "h100", {"PINGPONG": pp, "INTRA_OVERLAP": ov},\n'
+            '                                       label=f"FA3 PINGPONG={pp} INTRA_OVERLAP={ov}"))\n'
+            "c = gpusim.compare(variants, **problem)\n"
+            "for row in c.rows:\n"
+            '    print(f"{row.variant.name:32s} {row.prediction.time_us:8,.1f} us  {row.prediction.tflops:6,.0f} TFLOPS")\n'
+            'show_png(gpusim.plot_compare(c, OUT / "fa3.png", title="FA2 vs FA3 on H100: ping-pong and intra-warpgroup overlap"))'
         ),
         new_markdown_cell(
             "## Timelines side by side\nLeft: both tricks off — each warpgroup waits for its S before the "
@@ -190,11 +175,10 @@ def nb_fa3():
             "tensor-core lane has fewer gaps."
         ),
         new_code_cell(
-            "from gpusim.report.plot_timeline import plot_timeline\n"
             "paths = []\n"
             "for pp, ov in ((0, 0), (1, 1)):\n"
-            '    sim, p = run("attn_fa3_fwd", "h100", **problem, PINGPONG=pp, INTRA_OVERLAP=ov)\n'
-            '    paths.append(plot_timeline(sim, OUT / f"fa3_{pp}{ov}.png", verdict=p.verdict))\n'
+            '    p = gpusim.predict("attn_fa3_fwd", "h100", record=True, **problem, PINGPONG=pp, INTRA_OVERLAP=ov)\n'
+            '    paths.append(gpusim.plot_timeline(p, OUT / f"fa3_{pp}{ov}.png"))\n'
             '    print(f"PINGPONG={pp} INTRA_OVERLAP={ov}: {p.time_us:,.1f} us, {p.tflops:,.0f} TFLOPS — {p.verdict}")\n'
             "side_by_side(*paths)"
         ),
@@ -214,13 +198,11 @@ def nb_calibration():
         new_code_cell(
             "import collections, time\n"
             "import gpusim\n"
-            "from gpusim.calibrate.measurements import read_measurements\n"
-            "from gpusim.calibrate.validate import validate_rows\n"
-            "from gpusim.calibrate.convention import family_of\n"
+
             "data = Path(gpusim.__file__).parent.parent / 'data' / 'measurements'\n"
             "if not data.is_dir():\n"
             "    data = Path(gpusim.__file__).parent / '_data' / 'data' / 'measurements'\n"
-            "rows = read_measurements(sorted(data.glob('*.csv')))\n"
+            "rows = gpusim.read_measurements(sorted(data.glob('*.csv')))\n"
             "print(f'{len(rows)} measured rows in {len(list(data.glob(\"*.csv\")))} files')\n"
             "# a small sample: the smallest problems of each family on a few archs\n"
             "def size(m):\n"
@@ -230,12 +212,12 @@ def nb_calibration():
             "    return out\n"
             "per_family = collections.defaultdict(list)\n"
             "for m in sorted(rows, key=size):\n"
-            "    fam = family_of(m.schedule)\n"
-            "    if m.error is None and fam != 'other' and len(per_family[fam]) < 6 and m.arch in ('v100', 'a100', 'h100', 'h800'):\n"
+            "    fam = m.schedule.split('_')[0].replace('attn', 'attention').replace('auto:gemm', 'gemm')\n"
+            "    if m.error is None and fam in ('gemm', 'attention', 'mla', 'stream') and len(per_family[fam]) < 6 and m.arch in ('v100', 'a100', 'h100', 'h800'):\n"
             "        per_family[fam].append(m)\n"
             "sample = [m for ms in per_family.values() for m in ms]\n"
             "t0 = time.perf_counter()\n"
-            "results = validate_rows(sample)\n"
+            "results = gpusim.validate(sample)\n"
             "print(f'{len(sample)} rows validated in {time.perf_counter() - t0:.1f} s')"
         ),
         new_code_cell(
@@ -255,9 +237,10 @@ def nb_calibration():
             "    print(f'{fam:10s} n={len(errs)}  median |error| {errs[len(errs) // 2]:.1f}%  max {errs[-1]:.1f}%')"
         ),
         new_code_cell(
-            "from gpusim.report.plot_style import new_figure, save\n"
-            "fig = new_figure(10, 8)\n"
-            "ax = fig.add_subplot(1, 1, 1)\n"
+            "import matplotlib\n"
+            "matplotlib.use('Agg')\n"
+            "import matplotlib.pyplot as plt\n"
+            "fig, ax = plt.subplots(figsize=(10, 8))\n"
             "colors = {'gemm': '#009E73', 'attention': '#0072B2', 'mla': '#CC79A7', 'stream': '#E69F00'}\n"
             "for fam in sorted({r.family for r in ok}):\n"
             "    pts = [(r.measured_time_us, r.predicted_time_us) for r in ok if r.family == fam]\n"
@@ -269,7 +252,8 @@ def nb_calibration():
             "ax.set_xscale('log'); ax.set_yscale('log'); ax.set_xlim(lo, hi); ax.set_ylim(lo, hi)\n"
             "ax.set_xlabel('measured time (µs)'); ax.set_ylabel('predicted time (µs)'); ax.legend()\n"
             "ax.set_title('gpusim predictions (shipped costs) against published measurements')\n"
-            "show_png(save(fig, OUT / 'calibration.png'))"
+            "fig.savefig(OUT / 'calibration.png', dpi=80)\n"
+            "show_png(OUT / 'calibration.png')"
         ),
         new_markdown_cell(
             "The full report: `gpusim validate data/measurements/*.csv` (add `--datasheet` to see the errors "
@@ -292,12 +276,12 @@ def nb_flashmla():
         new_markdown_cell("## The register budget: SEESAW=0 does not fit"),
         new_code_cell(
             "from gpusim.errors import GpusimError\n"
-            'sim, p = run("mla_decode_flashmla", "h800")\n'
+            'p = gpusim.predict("mla_decode_flashmla", "h800")\n'
             "b = p.budgets\n"
             "print(f\"SEESAW=1: {b['registers_per_sm']:,} registers per SM of {b['registers_limit_per_sm']:,}; \"\n"
             "      f\"max {b['max_regs_per_thread']} per thread\")\n"
             "try:\n"
-            '    run("mla_decode_flashmla", "h800", SEESAW=0)\n'
+            '    gpusim.predict("mla_decode_flashmla", "h800", SEESAW=0)\n'
             "except GpusimError as exc:\n"
             '    print("SEESAW=0 refused:", exc)'
         ),
@@ -308,17 +292,15 @@ def nb_flashmla():
             "decoding). Below: the kernel's verdict as the query rows grow."
         ),
         new_code_cell(
-            "from gpusim.report.roofline import point, roofs\n"
-            "from gpusim.report.plot_roofline import plot_roofline\n"
-            'arch = load_arch("h800")\n'
-            "points = []\n"
+            'arch = gpusim.load_arch("h800")\n'
+            "preds, labels = [], []\n"
             "for heads, s_q in ((16, 1), (32, 1), (64, 1), (128, 1), (128, 2)):\n"
-            '    sim, p = run("mla_decode_flashmla", "h800", batch=32, heads=heads, seqlen_q=s_q, seqlen_kv=4096)\n'
-            '    pt = point(p, arch, "bf16", label=f"h_q={heads}, s_q={s_q}")\n'
-            "    points.append(pt)\n"
+            '    p = gpusim.predict("mla_decode_flashmla", arch, batch=32, heads=heads, seqlen_q=s_q, seqlen_kv=4096)\n'
+            '    pt = gpusim.roofline_point(p, arch)\n'
+            '    preds.append(p); labels.append(f"h_q={heads}, s_q={s_q}")\n'
             '    print(f"heads={heads:3d} s_q={s_q}: {p.time_us:7.1f} us, {p.tflops:6.1f} TFLOPS, HBM {p.hbm_gbps:6,.0f} GB/s, "\n'
-            '          f"{pt.intensity_flop_per_byte:5.0f} FLOP/B — {p.verdict}")\n'
-            'show_png(plot_roofline(roofs(arch), points, OUT / "mla_roofline.png"))'
+            '          f"{pt[\'intensity_flop_per_byte\']:5.0f} FLOP/B — {p.verdict}")\n'
+            'show_png(gpusim.plot_roofline(arch, preds, OUT / "mla_roofline.png", labels=labels))'
         ),
     ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,10 @@ from typing import Any
 import pytest
 import yaml
 from hypothesis import HealthCheck, settings
+
+# Tests see the shipped calibration only: user overlays (``gpusim calibrate`` output) go to an empty
+# directory of this test session, never to the user's own.
+os.environ["GPUSIM_CALIBRATION_DIR"] = tempfile.mkdtemp(prefix="gpusim-test-calibration-")
 
 import gpusim
 from gpusim.arch import archs_dir

@@ -6,26 +6,27 @@ from typing import Any
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.errors import ScheduleRefused
-from gpusim.report.summary import Prediction, summarize
+from gpusim.result import Prediction
 from gpusim.schedule.load import load_schedule
 from gpusim.sim.engine import simulate
 
 SMALL = {"batch": 1, "heads": 16, "seqlen_q": 2048, "head_dim": 128}
 
 
-def _predict(schedule: str, arch: str, **overrides: Any) -> Prediction:
+def _predict(schedule: str, arch: str, *, attribute: bool = False, **overrides: Any) -> Prediction:
     arch_obj = load_arch(arch)
-    return summarize(simulate(load_schedule(schedule, arch_obj, {**SMALL, **overrides}), arch_obj))
+    return predict(schedule, arch_obj, costs="datasheet", attribute=attribute, **{**SMALL, **overrides})
 
 
 def test_fa3_beats_fa2_on_h100_by_a_wide_margin() -> None:
     """FA3 (TMA + wgmma, warp-specialized, overlapped softmax) vs FA2 (cp.async + mma.sync) on Hopper."""
     fa2 = _predict("attn_fa2_fwd", "h100")
-    fa3 = _predict("attn_fa3_fwd", "h100")
+    fa3 = _predict("attn_fa3_fwd", "h100", attribute=True)
     assert fa3.time_us * 1.25 < fa2.time_us
-    assert "tensor core" in fa3.bottleneck
+    assert fa3.bottleneck == "tensor_core"
 
 
 @pytest.mark.parametrize("switch", ["PINGPONG", "INTRA_OVERLAP"])
@@ -48,10 +49,10 @@ def test_fa3_fp8_is_faster_and_transposes_v() -> None:
 
 def test_fa4_bottleneck_names_the_exp_unit_or_the_tensor_core() -> None:
     """At head_dim 64 each score carries half the MMA work, so the SFU's ex2 bounds FA4; at 128 the tensor core."""
-    small_d = _predict("attn_fa4_fwd", "b200", head_dim=64)
-    assert small_d.bottleneck.startswith("SFU (ex2)-bound")
-    big_d = _predict("attn_fa4_fwd", "b200", head_dim=128, batch=2)
-    assert "tensor core" in big_d.bottleneck
+    small_d = _predict("attn_fa4_fwd", "b200", head_dim=64, attribute=True)
+    assert small_d.bottleneck == "sfu", small_d.verdict
+    big_d = _predict("attn_fa4_fwd", "b200", head_dim=128, batch=2, attribute=True)
+    assert big_d.bottleneck == "tensor_core", big_d.verdict
     assert big_d.utilization["tensor"] >= big_d.utilization["sfu"]
     assert small_d.utilization["sfu"] > small_d.utilization["tensor"]
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.report.attribution import CAUSES, attribute
 from gpusim.report.intervals import merge, subtract, total
-from gpusim.report.summary import summarize
 from gpusim.schedule.load import load_schedule
 from gpusim.sim.engine import simulate
 
@@ -58,16 +58,17 @@ def test_large_gemm_verdict_names_tensor_core() -> None:
     assert attr.shares["tensor_core"] > 0.8
 
 
-def test_summary_carries_attribution_only_when_recorded() -> None:
-    """summarize() adds the attribution and verdict for a recorded run and JSON carries them."""
+def test_prediction_carries_attribution_unless_time_only() -> None:
+    """predict() attributes by default (verdict, bottleneck, shares); attribute=False is time-only and
+    gives the same time; the JSON document is strict JSON."""
     a = load_arch("h100")
     sched = load_schedule("gemm_ws_pingpong", a, {"M": 1024, "N": 1024, "K": 512})
-    plain = summarize(simulate(sched, a))
-    assert plain.attribution is None and plain.verdict is None
-    rec = summarize(simulate(sched, a, record=True))
-    assert rec.attribution is not None and rec.verdict
+    plain = predict(sched, a, costs="datasheet", attribute=False)
+    assert plain.attribution is None and plain.verdict is None and plain.bottleneck is None
+    rec = predict(sched, a, costs="datasheet")
+    assert rec.attribution is not None and rec.verdict and rec.bottleneck in rec.attribution
     assert rec.time_us == plain.time_us  # recording changes nothing
-    json.dumps(rec.as_dict())
+    json.dumps(rec.to_dict(), allow_nan=False)
 
 
 def test_predict_json_has_attribution(run_cli) -> None:

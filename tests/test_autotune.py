@@ -7,11 +7,10 @@ import sys
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.autotune import search_gemm
-from gpusim.report.summary import summarize
 from gpusim.schedule.load import load_schedule
-from gpusim.sim.engine import simulate
 
 NATIVE_UNIT = {
     "v100": "gemm_sync",
@@ -23,10 +22,11 @@ NATIVE_UNIT = {
 
 @pytest.mark.parametrize("arch_id", ["v100", "a100", "h100", "b200"])
 def test_small_m_is_memory_bound_and_large_square_compute_bound(arch_id: str) -> None:
-    """M=32 is HBM-bound; 4096³ keeps the tensor cores >= 75% busy within 1.25x of the FLOP bound."""
+    """M=32 streams B from HBM (its verdict names HBM); 4096³ keeps the tensor cores >= 75% busy within
+    1.25x of the FLOP bound."""
     arch = load_arch(arch_id)
-    small, _ = search_gemm(arch, {"M": 32, "N": 8192, "K": 8192, "dtype": "fp16"})
-    assert small.bottleneck.startswith("HBM-bound"), small.bottleneck
+    small = predict("auto:gemm", arch, costs="datasheet", M=32, N=8192, K=8192, dtype="fp16")
+    assert "HBM" in small.verdict, small.verdict
     assert small.utilization["hbm"] >= 0.6
     large, tried = search_gemm(arch, {"M": 4096, "N": 4096, "K": 4096, "dtype": "fp16"})
     assert large.utilization["tensor"] >= 0.75
@@ -58,7 +58,7 @@ def test_split_k_helps_a_gemm_with_few_tiles() -> None:
 
     def time_us(splits: int) -> float:
         sched = load_schedule("gemm_ws_cooperative", h100, {**problem, "SPLITS": splits})
-        return summarize(simulate(sched, h100)).time_us
+        return predict(sched, h100, costs="datasheet", attribute=False).time_us
 
     assert time_us(4) < 0.5 * time_us(1)
 
@@ -84,5 +84,5 @@ def test_native_square_gemm_in_plausible_band_of_measured(
     """8192³ on each generation's native schedule (defaults) lands within 0.7x-1.3x of the measured maximum."""
     arch = load_arch(arch_id)
     sched = load_schedule(schedule, arch, {"M": 8192, "N": 8192, "K": 8192, "dtype": dtype})
-    predicted = summarize(simulate(sched, arch)).tflops
+    predicted = predict(sched, arch, costs="datasheet", attribute=False).tflops
     assert 0.7 * measured_tflops <= predicted <= 1.3 * measured_tflops, (predicted, source)

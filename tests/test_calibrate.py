@@ -78,9 +78,9 @@ def test_unknown_fit_name_refused(tmp_path: Path) -> None:
 
 
 def test_interval_says_extrapolation_without_rows() -> None:
-    iv = prediction_interval("b100", "attn_fa4_fwd", 100.0, "datasheet")
-    assert iv["extrapolation"] is True
-    assert "extrapolation" in iv["text"]
+    iv = prediction_interval(load_arch("b100"), "attn_fa4_fwd", 100.0)
+    assert iv.extrapolation is True
+    assert "extrapolation" in iv.text and iv.contains(100.0)
 
 
 def test_measure_without_gpu_exits_2() -> None:

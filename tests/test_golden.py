@@ -13,10 +13,8 @@ from typing import Any
 
 import pytest
 
-from gpusim.arch import load_arch
-from gpusim.report.summary import summarize
-from gpusim.schedule.load import _read_spec, builtin_schedule_names, load_schedule, schedule_path
-from gpusim.sim.engine import simulate
+from gpusim.api import predict
+from gpusim.schedule.load import builtin_schedule_names
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 # Problem sizes that keep each run well under a second; the reference arch comes from the schedule file.
@@ -37,8 +35,7 @@ PROBLEMS: dict[str, dict[str, Any]] = {
 
 
 def _summary(name: str) -> dict[str, Any]:
-    arch = load_arch(_read_spec(schedule_path(name)).reference_arch)
-    p = summarize(simulate(load_schedule(name, arch, PROBLEMS.get(name, {})), arch))
+    p = predict(name, costs="datasheet", **PROBLEMS.get(name, {}))
     return {
         "arch": p.arch,
         "problem": PROBLEMS.get(name, {}),

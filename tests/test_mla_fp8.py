@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.errors import ScheduleRefused
-from gpusim.report.summary import summarize
 from gpusim.schedule.check import check_schedule
 from gpusim.schedule.load import load_schedule
-from gpusim.sim.engine import simulate
 from gpusim.sim.scheduler import plan_work, splitkv_balanced_parts
 
 H800 = load_arch("h800")
@@ -19,8 +18,8 @@ H100 = load_arch("h100")
 MLA_SMALL = {"batch": 8, "seqlen_kv": 1024}
 
 
-def _predict(name: str, arch, **problem):
-    return summarize(simulate(load_schedule(name, arch, problem), arch))
+def _predict(name: str, arch, *, attribute: bool = False, **problem):
+    return predict(name, arch, costs="datasheet", attribute=attribute, **problem)
 
 
 # ---- FlashMLA: registers -------------------------------------------------------------------------
@@ -47,14 +46,14 @@ def test_whole_output_in_one_warpgroup_is_refused_with_the_numbers() -> None:
 
 
 def test_decode_is_memory_bound_with_few_query_heads() -> None:
-    p = _predict("mla_decode_flashmla", H800, batch=16, heads=16, seqlen_kv=2048)
-    assert p.bottleneck.startswith("HBM-bound"), p.bottleneck
+    p = _predict("mla_decode_flashmla", H800, attribute=True, batch=16, heads=16, seqlen_kv=2048)
+    assert p.bottleneck == "memory" and "HBM" in p.verdict, p.verdict
     assert p.utilization["hbm"] > 2 * p.utilization["tensor"]
 
 
 def test_decode_is_compute_bound_with_many_query_heads_per_kv_head() -> None:
-    p = _predict("mla_decode_flashmla", H800, batch=32, heads=128, seqlen_q=2, seqlen_kv=2048)
-    assert p.bottleneck.startswith("tensor core-bound"), p.bottleneck
+    p = _predict("mla_decode_flashmla", H800, attribute=True, batch=32, heads=128, seqlen_q=2, seqlen_kv=2048)
+    assert p.bottleneck == "tensor_core", p.verdict
     assert p.utilization["tensor"] > p.utilization["hbm"]
 
 

@@ -30,7 +30,7 @@ def _pingpong():
 def test_timeline_renders(tmp_path: Path) -> None:
     """Default SM and window; then an explicit SM group and window."""
     run = _pingpong()
-    out = plot_timeline(run, tmp_path / "t.png", verdict="a verdict")
+    out = plot_timeline(run, tmp_path / "t.png", verdict="a verdict", costs="datasheet")
     assert_png(out)
     out2 = plot_timeline(run, tmp_path / "t2.png", sm_index=len(run.sms) - 1, window_ns=(1000.0, 5000.0))
     assert_png(out2)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import all_archs
 from gpusim.errors import ScheduleRefused
-from gpusim.report.summary import summarize
 from gpusim.schedule.load import builtin_schedule_names, load_schedule
 from gpusim.sim.engine import simulate
 
@@ -41,7 +41,7 @@ def test_runs_where_the_hardware_exists(name: str, arch) -> None:
     has_hardware, reason = NEEDS[name]
     sched_args = SMALL.get(name, {"M": 1024, "N": 1024, "K": 512})
     if has_hardware(arch):
-        p = summarize(simulate(load_schedule(name, arch, sched_args), arch))
+        p = predict(name, arch, costs="datasheet", attribute=False, **sched_args)
         assert p.time_us >= p.roofline_us * (1 - 1e-9)
     else:
         with pytest.raises(ScheduleRefused, match=reason):

@@ -7,16 +7,16 @@ import sys
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.errors import ScheduleRefused
-from gpusim.report.summary import summarize
 from gpusim.schedule.load import load_schedule
 from gpusim.sim.engine import simulate
 
 
 def _predict(name: str, arch_id: str, **overrides):
     arch = load_arch(arch_id)
-    return summarize(simulate(load_schedule(name, arch, overrides), arch))
+    return predict(name, arch, costs="datasheet", attribute=False, **overrides)
 
 
 @pytest.mark.parametrize(

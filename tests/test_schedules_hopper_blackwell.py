@@ -6,17 +6,16 @@ from typing import Any
 
 import pytest
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
-from gpusim.report.summary import Prediction, summarize
-from gpusim.schedule.load import load_schedule
-from gpusim.sim.engine import simulate
+from gpusim.result import Prediction
 
 SMALL = {"M": 4096, "N": 4096, "K": 4096}
 
 
 def _predict(schedule: str, arch: str, **overrides: Any) -> Prediction:
     arch_obj = load_arch(arch)
-    return summarize(simulate(load_schedule(schedule, arch_obj, overrides), arch_obj))
+    return predict(schedule, arch_obj, costs="datasheet", attribute=False, **overrides)
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.errors import DeadlockError, ScheduleRefused
-from gpusim.report.summary import summarize
 from gpusim.schedule.load import load_schedule
 from gpusim.sim.engine import simulate
 
@@ -22,7 +22,7 @@ H100 = load_arch("h100")
 
 
 def _predict(name: str, arch=H100, **overrides):
-    return summarize(simulate(load_schedule(name, arch, overrides), arch))
+    return predict(name, arch, costs="datasheet", attribute=False, **overrides)
 
 
 def test_same_input_gives_identical_output() -> None:

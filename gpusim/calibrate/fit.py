@@ -25,11 +25,11 @@ from scipy.optimize import least_squares
 from gpusim.arch import Arch
 from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement
-from gpusim.calibrate.overlay import with_calibration
 from gpusim.calibrate.params import FitParam, fit_params
 from gpusim.calibrate.predictor import Predictor, Skip
 from gpusim.calibrate.stats import error_pct, error_stats, log_residual_quantiles
 from gpusim.calibrate.validate import precheck, validate_rows
+from gpusim.costs import with_calibration
 from gpusim.errors import InputError
 
 PRIOR_WEIGHT = 0.05
@@ -169,14 +169,15 @@ def _values(x: np.ndarray, mult: list[FitParam], add: FitParam | None) -> dict[s
 
 
 def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = None,
-              max_rows: int = MAX_FIT_ROWS) -> dict[str, Any]:  # fmt: skip
-    """Fit ``base``'s calibration block to its rows; returns the block, provenance and report."""
+              max_rows: int = MAX_FIT_ROWS, on_progress: Any = None) -> dict[str, Any]:  # fmt: skip
+    """Fit ``base``'s calibration block to its rows; returns the block, provenance and report.
+    ``on_progress(simulations, 0)`` is called after each simulation (progress bars)."""
     t0 = time.perf_counter()
     base = _arch_with(base, {}, origin="datasheet")
     chosen, n_usable = _select(rows, base.id, max_rows)
     if not chosen:
         raise InputError(f"calibrate: no usable measured rows for {base.id}")
-    predictor = Predictor()
+    predictor = Predictor(on_simulation=on_progress)
     base_results = []
     for m in chosen:
         base_results += validate_rows([m], costs="datasheet", predictor=predictor, arch_override=base)

@@ -1,52 +1,63 @@
-"""Prediction intervals from the calibration residuals of an arch and schedule family."""
+"""Prediction intervals from the calibration residuals of an arch and schedule family.
+
+The band is built around the point: ``time_us * exp(min(q10, 0))`` to ``time_us * exp(max(q90, 0))``,
+with q10/q90 the quantiles of log(measured/predicted) over the residual rows, so it always contains
+the prediction itself.
+"""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+from gpusim.arch import Arch
 from gpusim.calibrate.convention import family_of
-from gpusim.calibrate.overlay import load_overlay, overlays_dir
+from gpusim.calibrate.overlay import find_overlay, overlay_files, read_overlay_file
+from gpusim.result import Interval
 
 
-def _residuals(arch_id: str, family: str) -> dict[str, Any] | None:
-    overlay = load_overlay(arch_id)
-    if overlay is None:
-        return None
-    return (overlay.get("provenance") or {}).get("residuals", {}).get(family)
+def _residuals(calibration: dict[str, Any], family: str) -> dict[str, Any] | None:
+    return ((calibration.get("provenance") or {}).get("residuals") or {}).get(family)
 
 
 def _pooled(family: str) -> dict[str, Any] | None:
-    """The widest residual band any shipped overlay has for ``family`` (for extrapolations)."""
+    """The widest residual band any overlay in effect has for ``family`` (for extrapolations)."""
     best = None
-    for path in sorted(overlays_dir().glob("*.yaml")) if overlays_dir().is_dir() else []:
-        q = _residuals(path.stem, family)
+    for path in overlay_files():
+        q = _residuals(read_overlay_file(path), family)
         if q and (best is None or q["q90"] - q["q10"] > best["q90"] - best["q10"]):
             best = q
     return best
 
 
-def prediction_interval(arch_id: str, schedule: str, time_us: float, costs: str) -> dict[str, Any]:
-    """80% interval (q10..q90 of log(measured/predicted)) and whether it is an extrapolation."""
+def around(time_us: float, q10: float, q90: float) -> tuple[float, float]:
+    """The band ``[t·e^min(q10,0), t·e^max(q90,0)]``: it always contains ``time_us``."""
+    return time_us * math.exp(min(q10, 0.0)), time_us * math.exp(max(q90, 0.0))
+
+
+def prediction_interval(arch: Arch, schedule: str, time_us: float) -> Interval:
+    """80% interval (q10..q90 of log(measured/predicted)) for ``time_us`` predicted on ``arch``
+    (with the costs it carries) and whether it is an extrapolation: an arch without calibration
+    borrows the widest band of the calibrated archs; datasheet costs of a calibrated arch get none."""
     family = family_of(schedule)
-    if costs != "calibrated" and load_overlay(arch_id) is not None:
-        return {"family": family, "low_us": None, "high_us": None, "extrapolation": False,
-                "text": f"{time_us:,.1f} us (datasheet costs; no interval: the {arch_id} calibration residuals "
-                        "apply to its calibrated costs, drop --datasheet)"}  # fmt: skip
-    q = _residuals(arch_id, family) if costs == "calibrated" else None
+    cal = arch.calibration
+    costs = cal.origin
+    if costs != "calibrated" and find_overlay(arch.id) is not None:
+        text = (f"{time_us:,.1f} us (datasheet costs; no interval: the {arch.id} calibration residuals "
+                "apply to its calibrated costs, drop --datasheet)")  # fmt: skip
+        return Interval(None, None, family, False, 0, text)
+    q = _residuals(cal.model_dump(), family) if costs == "calibrated" else None
     extrapolation = q is None
     if q is None:
         q = _pooled(family)
-    costs_text = f"{costs} costs"
     if q is None:
-        return {"family": family, "low_us": None, "high_us": None, "extrapolation": True,
-                "text": f"{time_us:,.1f} us ({costs_text}); no interval: no measured {family} rows on any "
-                        f"calibrated arch (extrapolation)"}  # fmt: skip
-    low, high = time_us * math.exp(q["q10"]), time_us * math.exp(q["q90"])
-    text = f"{time_us:,.1f} us, 80% interval {low:,.1f}-{high:,.1f} us ({costs_text}"
+        text = (f"{time_us:,.1f} us ({costs} costs); no interval: no measured {family} rows on any "
+                "calibrated arch (extrapolation)")  # fmt: skip
+        return Interval(None, None, family, True, 0, text)
+    low, high = around(time_us, float(q["q10"]), float(q["q90"]))
+    text = f"{time_us:,.1f} us, 80% interval {low:,.1f}-{high:,.1f} us ({costs} costs"
     if extrapolation:
-        text += f"; extrapolation: no measured {family} rows on {arch_id}, band borrowed from other archs)"
+        text += f"; extrapolation: no measured {family} rows on {arch.id}, band borrowed from other archs)"
     else:
-        text += f"; from {q['n']} measured {family} rows on {arch_id})"
-    return {"family": family, "low_us": round(low, 3), "high_us": round(high, 3), "extrapolation": extrapolation,
-            "residual_rows": q["n"], "text": text}  # fmt: skip
+        text += f"; from {q['n']} measured {family} rows on {arch.id})"
+    return Interval(low, high, family, extrapolation, int(q["n"]), text)

@@ -1,55 +1,77 @@
-"""Calibrated arch overlays: ``archs/calibrated/<id>.yaml`` holds just a fitted calibration block."""
+"""Calibration overlays: a YAML file holding just a fitted ``calibration`` block for one arch.
+
+Shipped overlays live read-only in the package (``archs/calibrated/<id>.yaml``); ``gpusim calibrate``
+writes to the user's calibration directory (``GPUSIM_CALIBRATION_DIR``, else the platform's user data
+directory) or to ``--out``, never into the installed package. A user overlay takes precedence.
+"""
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gpusim.arch import Arch, Calibration, archs_dir
+from gpusim.arch import archs_dir
 from gpusim.errors import InputError
 from gpusim.yamlio import read_yaml_mapping
 
+CALIBRATION_DIR_ENV = "GPUSIM_CALIBRATION_DIR"
 
-def overlays_dir() -> Path:
-    """Where the shipped overlays live (inside the wheel's archs data)."""
+
+def shipped_overlays_dir() -> Path:
+    """Where the shipped overlays live (inside the package data; read-only)."""
     return archs_dir() / "calibrated"
 
 
-def overlay_path(arch_id: str) -> Path:
-    """The shipped overlay file for ``arch_id`` (may not exist)."""
-    return overlays_dir() / f"{arch_id}.yaml"
+def user_overlays_dir() -> Path:
+    """Where ``gpusim calibrate`` writes overlays by default (``$GPUSIM_CALIBRATION_DIR`` if set)."""
+    configured = os.environ.get(CALIBRATION_DIR_ENV)
+    if configured:
+        return Path(configured)
+    # imported here: platformdirs is only needed when calibration files are looked up
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("gpusim")) / "calibrated"
 
 
-@cache
-def load_overlay(arch_id: str) -> dict[str, Any] | None:
-    """The calibration mapping of the shipped overlay for ``arch_id``, or None."""
-    path = overlay_path(arch_id)
-    if not path.is_file():
-        return None
-    return read_overlay_file(path)
+def user_overlay_path(arch_id: str) -> Path:
+    """The file ``gpusim calibrate`` writes for ``arch_id`` without ``--out``."""
+    return user_overlays_dir() / f"{arch_id}.yaml"
+
+
+def find_overlay(arch_id: str) -> Path | None:
+    """The overlay that calibrated predictions of ``arch_id`` use: the user's, else the shipped one."""
+    for directory in (user_overlays_dir(), shipped_overlays_dir()):
+        path = directory / f"{arch_id}.yaml"
+        if path.is_file():
+            return path
+    return None
+
+
+def overlay_files() -> list[Path]:
+    """Every overlay in effect, one per arch id (user overlays shadow shipped ones)."""
+    found: dict[str, Path] = {}
+    for directory in (shipped_overlays_dir(), user_overlays_dir()):
+        if directory.is_dir():
+            found.update({p.stem: p for p in sorted(directory.glob("*.yaml"))})
+    return [found[k] for k in sorted(found)]
 
 
 def read_overlay_file(path: Path) -> dict[str, Any]:
     """The ``calibration`` mapping of an overlay file."""
+    return dict(_read_overlay_cached(Path(path).resolve(), Path(path).stat().st_mtime_ns))
+
+
+@cache
+def _read_overlay_cached(path: Path, _mtime_ns: int) -> dict[str, Any]:
     data = read_yaml_mapping(path)
     cal = data.get("calibration")
     if not isinstance(cal, dict):
         raise InputError(f"{path}: an arch overlay needs a 'calibration' mapping")
     return cal
-
-
-def with_calibration(arch: Arch, values: dict[str, Any]) -> Arch:
-    """``arch`` with its calibration block replaced by ``values`` (validated)."""
-    cal = Calibration.model_validate({**values})
-    return arch.model_copy(update={"calibration": cal})
-
-
-def datasheet_calibration(arch: Arch) -> dict[str, Any]:
-    """The arch file's own calibration block as a plain mapping."""
-    return arch.calibration.model_dump()
 
 
 def write_overlay(path: Path, arch_id: str, calibration: dict[str, Any]) -> None:

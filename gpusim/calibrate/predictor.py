@@ -33,9 +33,8 @@ class PartPrediction:
 
 def problem_for(schedule: str, m: Measurement) -> dict[str, Any]:
     """The overrides a schedule takes from the row: problem columns, dtype and known params."""
-    from gpusim.autotune import GEMM_PROBLEM_KEYS, is_auto
-    from gpusim.schedule.load import _read_spec as read_spec
-    from gpusim.schedule.load import schedule_path
+    from gpusim.api import problem_keys
+    from gpusim.schedule.load import read_spec
 
     values: dict[str, Any] = dict(m.dims)
     if "causal" in values:
@@ -43,10 +42,10 @@ def problem_for(schedule: str, m: Measurement) -> dict[str, Any]:
     if m.dtype:
         values["dtype"] = m.dtype
     values.update(m.params)
-    if is_auto(schedule):
-        keys = set(GEMM_PROBLEM_KEYS)
+    if schedule.startswith("auto"):
+        keys = set(problem_keys(schedule))
     else:
-        spec = read_spec(schedule_path(schedule))
+        spec = read_spec(schedule)
         keys = set(spec.problem) | set(spec.params)
     return {k: v for k, v in values.items() if k in keys}
 
@@ -64,10 +63,12 @@ class Predictor:
     with that reason (the simulator checks a wall-clock deadline as it runs).
     """
 
-    def __init__(self, timeout_s: float | None = None) -> None:
+    def __init__(self, timeout_s: float | None = None, on_simulation: Any = None) -> None:
         self.cache: dict[tuple[Any, ...], PartPrediction | str] = {}
         self.simulations = 0
         self.timeout_s = timeout_s
+        self.on_simulation = on_simulation
+        """Called as ``on_simulation(count, 0)`` after each prediction run (progress bars)."""
 
     def part(self, schedule: str, arch: Arch, problem: dict[str, Any],
              pinned: tuple[str, tuple[tuple[str, Any], ...]] | None = None) -> PartPrediction:  # fmt: skip
@@ -86,10 +87,7 @@ class Predictor:
               pinned: tuple[str, tuple[tuple[str, Any], ...]] | None = None,
               deadline: float | None = None) -> PartPrediction:  # fmt: skip
         """One schedule's prediction (``pinned``: simulate this auto choice instead of searching)."""
-        from gpusim.autotune import is_auto, search_gemm
-        from gpusim.report.summary import summarize
-        from gpusim.schedule.load import load_schedule
-        from gpusim.sim.engine import simulate
+        from gpusim.api import predict
 
         key = (_cal_key(arch), schedule, tuple(sorted(problem.items())), pinned)
         hit = self.cache.get(key)
@@ -97,20 +95,25 @@ class Predictor:
             raise Skip(hit)
         if hit is not None:
             return hit
+        # the arch already carries the costs to use (datasheet, calibrated or a fit's trial point)
+        costs = arch.calibration.origin
         try:
-            if is_auto(schedule) and pinned is None:
+            if schedule.startswith("auto") and pinned is None:
                 if schedule == "auto:attn":
                     raise Skip("auto:attn: no attention search exists yet")
-                prediction, _ = search_gemm(arch, problem, deadline_s=deadline)
-                self.simulations += 1
+                prediction = predict(
+                    schedule, arch, costs=costs, attribute=False, deadline_s=deadline, **problem
+                )
                 choice = prediction.choice or {}
                 chosen = (choice.get("schedule", ""), tuple(sorted((choice.get("params") or {}).items())))
                 result = PartPrediction(schedule, prediction.time_us, chosen)
             else:
                 name, params = (pinned[0], {**problem, **dict(pinned[1])}) if pinned else (schedule, problem)
-                run = simulate(load_schedule(name, arch, params), arch, deadline_s=deadline)
-                self.simulations += 1
-                result = PartPrediction(schedule, summarize(run).time_us, pinned)
+                prediction = predict(name, arch, costs=costs, attribute=False, deadline_s=deadline, **params)
+                result = PartPrediction(schedule, prediction.time_us, pinned)
+            self.simulations += 1
+            if self.on_simulation is not None:
+                self.on_simulation(self.simulations, 0)
         except Skip as exc:
             self.cache[key] = str(exc)
             raise
@@ -130,14 +133,12 @@ class Predictor:
     def row(self, m: Measurement, arch: Arch,
             pins: tuple[Any, ...] | None = None) -> tuple[float, tuple[Any, ...]]:  # fmt: skip
         """Predicted time (us) of a row (sum over ``a+b``) and the auto choices made (for pinning)."""
-        from gpusim.schedule.load import builtin_schedule_names
+        from gpusim.api import schedules
 
         total = 0.0
         chosen: list[Any] = []
         for i, name in enumerate(s.strip() for s in m.schedule.split("+")):
-            from gpusim.autotune import is_auto
-
-            if not is_auto(name) and name not in builtin_schedule_names() and "/" not in name:
+            if not name.startswith("auto") and name not in schedules() and "/" not in name:
                 raise Skip(f"unknown schedule '{quote(name, 80)}'")
             try:
                 problem = problem_for(name, m)

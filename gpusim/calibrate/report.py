@@ -58,7 +58,7 @@ def calibrate_text(result: dict[str, Any]) -> str:
     """A plain-text calibration report."""
     cal = result["calibration"]
     prov = cal["provenance"]
-    lines = [f"calibrated {result['arch']} on {prov['rows_used']} rows (of {prov['rows_usable']} usable) "
+    lines = [f"calibrated {result['arch']} from its datasheet costs on {prov['rows_used']} rows (of {prov['rows_usable']} usable) "
              f"in {result['wall_s']} s ({result['simulations']} simulations)"]  # fmt: skip
     for name in prov["fitted"]:
         lo, hi = prov["bounds"][name]
@@ -77,3 +77,8 @@ def calibrate_text(result: dict[str, Any]) -> str:
     if result.get("written"):
         lines.append(f"  wrote {result['written']}")
     return "\n".join(lines)
+
+
+def validate_csv_rows(results: list[Any]) -> list[dict[str, Any]]:
+    """One CSV row per measured row: where it came from, measured and predicted time, error, costs."""
+    return [r.as_dict() for r in results]

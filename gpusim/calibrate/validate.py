@@ -8,11 +8,13 @@ import os
 import signal
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from gpusim.arch import Arch, load_arch, resolve_arch_id
+from gpusim.api import load_arch
+from gpusim.arch import Arch, resolve_arch_id
 from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement, read_measurements
 from gpusim.calibrate.predictor import Predictor, Skip
@@ -74,7 +76,7 @@ def arch_for(name: str, costs: Costs, cache: dict[str, Arch | str]) -> Arch:
     if hit is not None:
         return hit
     try:
-        arch = load_arch(resolve_arch_id(name), calibrated=(costs == "calibrated"))
+        arch = load_arch(resolve_arch_id(name), costs=costs)
     except UnknownNameError:
         cache[key] = f"unknown arch '{name}'"
         raise Skip(cache[key]) from None
@@ -96,13 +98,17 @@ def precheck(m: Measurement) -> str | None:
 
 
 def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_filter: str | None = None,
-                  predictor: Predictor | None = None, arch_override: Arch | None = None) -> list[RowResult]:  # fmt: skip
-    """Predict each row (``arch_override``: use this Arch for every row of its id)."""
+                  predictor: Predictor | None = None, arch_override: Arch | None = None,
+                  on_progress: Callable[[int, int], None] | None = None) -> list[RowResult]:  # fmt: skip
+    """Predict each row (``arch_override``: use this Arch for every row of its id;
+    ``on_progress(done, total)`` after each row)."""
     predictor = predictor or Predictor()
     arch_cache: dict[str, Arch | str] = {}
     wanted = resolve_arch_id(arch_filter) if arch_filter else None
     results: list[RowResult] = []
-    for m in rows:
+    for done, m in enumerate(rows):
+        if on_progress is not None:
+            on_progress(done, len(rows))
         fam = family_of(m.schedule)
         res = RowResult(m, m.arch, fam, None, None, None)
         results.append(res)
@@ -127,6 +133,14 @@ def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_
             res.skipped = str(exc)
             res.predicted_time_us = None
     return results
+
+
+def validate(rows: list[Measurement], *, costs: Costs = "calibrated") -> list[RowResult]:
+    """Predict measured rows (``gpusim.read_measurements``) in this process: one result per row with
+    measured and predicted time, error and family, or why it was skipped (``gpusim validate`` in Python)."""
+    if costs not in ("calibrated", "datasheet"):
+        raise InputError(f"costs '{costs}': expected 'calibrated' or 'datasheet'")
+    return validate_rows(rows, costs=costs)
 
 
 def summarize_results(results: list[RowResult]) -> dict[str, Any]:
@@ -189,9 +203,10 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _map_in_processes(fn: Any, tasks: list[Any], jobs: int) -> list[Any]:
-    """``[fn(t) for t in tasks]`` in ``jobs`` spawned processes. Workers ignore Ctrl-C (the parent
-    stops them at once and reports one line); a worker's gpusim error reaches the caller unchanged."""
+def _map_in_processes(fn: Any, tasks: list[Any], jobs: int) -> Iterator[Any]:
+    """``fn(t)`` for each of ``tasks`` in ``jobs`` spawned processes, yielded as they finish. Workers
+    ignore Ctrl-C (the parent stops them at once and reports one line); a worker's gpusim error
+    reaches the caller unchanged."""
     context = multiprocessing.get_context("spawn")
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the spawned workers
     try:
@@ -199,22 +214,28 @@ def _map_in_processes(fn: Any, tasks: list[Any], jobs: int) -> list[Any]:
     finally:
         signal.signal(signal.SIGINT, previous)
     try:
-        pending = pool.map_async(fn, tasks, chunksize=1)
-        while not pending.ready():
-            pending.wait(0.1)  # short waits keep the parent responsive to Ctrl-C
-        outs = pending.get()
+        results = pool.imap_unordered(fn, tasks)
+        for _ in tasks:
+            while True:
+                try:
+                    out = results.next(timeout=0.1)  # short waits keep the parent responsive to Ctrl-C
+                    break
+                except multiprocessing.TimeoutError:
+                    continue
+            yield out
     except BaseException:
         pool.terminate()
         pool.join()
         raise
     pool.close()
     pool.join()
-    return outs
 
 
 def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_filter: str | None = None,
                  jobs: int | None = None,
-                 row_timeout_s: float | None = DEFAULT_ROW_TIMEOUT_S) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
+                 row_timeout_s: float | None = DEFAULT_ROW_TIMEOUT_S,
+                 on_progress: Callable[[int, int], None] = lambda done, total: None,
+                 ) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
     """Read, predict and summarise; the summary carries the wall time and simulation count.
 
     Rows are predicted in ``jobs`` processes (default: the CPU count); rows with the same problem go
@@ -236,11 +257,20 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         parts: list[list[Measurement]] = [[] for _ in range(jobs)]
         for m in rows:
             parts[slot.get(_row_key(m), 0)].append(m)
-        outs = _map_in_processes(_worker, [(p, costs, arch_filter, row_timeout_s) for p in parts], jobs)
+        outs = []
+        done_rows = 0
+        on_progress(0, len(rows))
+        for out in _map_in_processes(_worker, [(p, costs, arch_filter, row_timeout_s) for p in parts], jobs):
+            outs.append(out)
+            done_rows += len(out[0])
+            on_progress(done_rows, len(rows))
         results = sorted((r for out, _ in outs for r in out), key=lambda r: r.m.index)
         simulations = sum(n for _, n in outs)
     else:
-        results, simulations = _worker((rows, costs, arch_filter, row_timeout_s))
+        predictor = Predictor(row_timeout_s)
+        results = validate_rows(rows, costs=costs, arch_filter=arch_filter, predictor=predictor,
+                                on_progress=on_progress)  # fmt: skip
+        simulations = predictor.simulations
     summary = summarize_results(results)
     summary["costs"] = costs
     summary["files"] = [str(p) for p in paths]

@@ -13,6 +13,45 @@ def _fmt(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def _bytes(value: float) -> str:
+    if value >= 1e9:
+        return f"{value / 1e9:,.0f} GB ({value / 2**30:,.1f} GiB)"
+    for unit, size in (("MiB", 2**20), ("KiB", 2**10)):
+        if value >= size:
+            return f"{value / size:,.{0 if value % size == 0 else 1}f} {unit}"
+    return f"{value:,.0f} B"
+
+
+_SUFFIX_UNITS = (
+    ("_bytes_per_s", lambda v: f"{v / 1e12:,.2f} TB/s" if v >= 1e12 else f"{v / 1e9:,.0f} GB/s"),
+    ("_bytes_per_clk", lambda v: f"{v:,g} B/clk"),
+    ("_bytes_per_sm", _bytes),
+    ("_bytes_per_block", _bytes),
+    ("_bytes", _bytes),
+    ("_mhz", lambda v: f"{v:,.0f} MHz"),
+    ("_ns", lambda v: f"{v:,g} ns"),
+    ("_per_clk_per_sm", lambda v: f"{v:,g} per clk per SM"),
+    ("_fraction", lambda v: f"{v:.1%}"),
+)
+
+
+def value_text(name: str, value: Any) -> str:
+    """A field's value for people: units from the name's suffix (``_bytes_per_s`` -> TB/s, ``_ns``,
+    ``_mhz``, sizes in KiB/MiB/GB), ``-`` for a value the arch does not have, yes/no for flags."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        for suffix, fmt in _SUFFIX_UNITS:
+            if name.endswith(suffix):
+                return fmt(float(value))
+        return f"{value:,}" if isinstance(value, int) or float(value).is_integer() else f"{value:,g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value)) or "-"
+    return str(value)
+
+
 def arch_summary(arch: Arch) -> dict[str, Any]:
     """The one-line summary of an arch, as a JSON-ready dict."""
     fp16 = arch.dense_peak_tflops("fp16") or arch.dense_peak_tflops("bf16")
@@ -80,19 +119,19 @@ def arch_detail_tables(arch: Arch) -> list[Table]:
         f"{arch.id}: {arch.name}",
         [("aliases", ", ".join(arch.aliases) or "-"), ("generation", arch.generation),
          ("compute capability", arch.compute_capability), ("SMs", str(arch.sm_count))]
-        + [(k, _fmt(v)) for k, v in arch.clocks.model_dump().items()],
+        + [(k, value_text(k, v)) for k, v in arch.clocks.model_dump().items()],
     )  # fmt: skip
     section(
         "memory",
-        [(k, f"{v:,.4g}" if isinstance(v, float) else str(v)) for k, v in arch.memory.model_dump().items()],
+        [(k, value_text(k, v)) for k, v in arch.memory.model_dump().items()],
     )
     section(
         "per SM",
-        [(k, str(v)) for k, v in arch.sm.model_dump().items() if k != "tmem"]
+        [(k, value_text(k, v)) for k, v in arch.sm.model_dump().items() if k != "tmem"]
         + ([("tmem", f"{arch.sm.tmem.lanes} lanes x {arch.sm.tmem.columns} columns x "
                      f"{arch.sm.tmem.bits_per_cell} bit = {arch.sm.tmem.bytes // 1024} KiB")] if arch.sm.tmem else []),
     )  # fmt: skip
-    section("CUDA cores and SFU", [(k, _fmt(v)) for k, v in arch.cuda_cores.model_dump().items()])
+    section("CUDA cores and SFU", [(k, value_text(k, v)) for k, v in arch.cuda_cores.model_dump().items()])
     tensor = Table(title="tensor cores (dense)", title_justify="left")
     for header in (
         "unit",
@@ -123,7 +162,13 @@ def arch_detail_tables(arch: Arch) -> list[Table]:
                 ",".join(spec.a_from), "; ".join(s.describe() for s in spec.shapes), ", ".join(notes),
             )  # fmt: skip
     tables.append(tensor)
-    section("features", [(k, str(v)) for k, v in arch.features.model_dump().items()])
+    section("features", [(k, value_text(k, v)) for k, v in arch.features.model_dump().items()])
+    cal = arch.calibration.model_dump()
+    overlay = cal["provenance"].get("overlay_file")
+    section(
+        f"costs: {cal['origin']}" + (f" (from {overlay})" if overlay else ""),
+        [(k, value_text(k, v)) for k, v in cal.items() if k not in ("origin", "provenance")],
+    )
     derived = arch.derived()
     section(
         "derived",

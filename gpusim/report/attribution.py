@@ -14,6 +14,10 @@ Method (an approximation of the critical path, stated so it can be argued with):
    Work that overlaps the tensor core is hidden behind it, so it is not charged.
 
 The shares add up to 1 (they are rounded so that the rounded values still do).
+
+The bottleneck is the largest share, with one exception: when the tensor core leads but the busier
+memory level (HBM or L2) runs at a larger fraction of its peak bandwidth than the tensor core's share,
+the memory system is the limit (the tensor work streams behind it), and the bottleneck is ``memory``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusim.report.intervals import Interval, clip, merge, subtract, total
-from gpusim.report.timeline import _check_recorded, last_sm, sm_end_ns
+from gpusim.report.timeline import check_recorded, last_sm, sm_end_ns
 from gpusim.sim.engine import SimRun
 
 CAUSES = (
@@ -37,7 +41,7 @@ CAUSES = (
 )
 
 CAUSE_LABELS = {
-    "tensor_core": "tensor core busy",
+    "tensor_core": "tensor-core work",
     "memory": "waiting on TMA/HBM",
     "cuda_cores": "CUDA-core work",
     "sfu": "SFU work",
@@ -57,12 +61,14 @@ class Attribution:
     shares: dict[str, float]
     tail_causes: dict[str, float]
     critical_sm: int
+    bottleneck: str
+    """The dominant cause (a key of ``shares``)."""
     verdict: str
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {"shares": self.shares, "tail_causes": self.tail_causes, "critical_sm_group": self.critical_sm,
-                "verdict": self.verdict}  # fmt: skip
+                "bottleneck": self.bottleneck, "verdict": self.verdict}  # fmt: skip
 
 
 def _memory_wait_labels(run: SimRun) -> set[str]:
@@ -129,7 +135,7 @@ def _round_shares(raw: dict[str, float], digits: int = 4) -> dict[str, float]:
 
 def attribute(run: SimRun) -> Attribution:
     """Attribute the kernel time of a recorded simulation to causes (see the module doc)."""
-    _check_recorded(run)
+    check_recorded(run)
     launch_ns = run.arch.calibration.launch_overhead_ns
     kernel = run.kernel_ns
     crit = last_sm(run)
@@ -145,7 +151,8 @@ def attribute(run: SimRun) -> Attribution:
     tail_causes = (
         {k: round(v / tail_total, 4) for k, v in tail_split.items() if v > 0} if tail_total > 0 else {}
     )
-    return Attribution(shares, tail_causes, crit, verdict(run, shares, tail_causes))
+    top = dominant_cause(shares, _memory_level(run)[1])
+    return Attribution(shares, tail_causes, crit, top, verdict(run, shares, tail_causes, top))
 
 
 def _memory_level(run: SimRun) -> tuple[str, float]:
@@ -168,21 +175,32 @@ def tensor_efficiency_while_busy(run: SimRun) -> float:
     return flops / busy_sm_ns / per_sm_peak
 
 
-def verdict(run: SimRun, shares: dict[str, float], tail_causes: dict[str, float]) -> str:
-    """One line: the dominant cause with its evidence, then the runner-up and the tail."""
+def dominant_cause(shares: dict[str, float], memory_fraction: float = 0.0) -> str:
+    """The cause with the largest share (work causes first, then the tail wave, then launch); memory
+    instead of the tensor core when the memory level runs closer to its peak (see the module doc)."""
     work = {k: v for k, v in shares.items() if k not in ("launch", "tail_wave")}
     top = max(work, key=lambda k: work[k])
+    if top == "tensor_core" and memory_fraction > work[top]:
+        top = "memory"
     if shares["tail_wave"] > work[top]:
         top = "tail_wave"
     if shares["launch"] > max(work.get(top, 0.0), shares["tail_wave"]):
         top = "launch"
+    return top
+
+
+def verdict(run: SimRun, shares: dict[str, float], tail_causes: dict[str, float], top: str) -> str:
+    """One line: the dominant cause ``top`` with its evidence, then the runner-up and the tail."""
+    work = {k: v for k, v in shares.items() if k not in ("launch", "tail_wave")}
     level, level_frac = _memory_level(run)
     if top == "tensor_core":
-        head = (f"tensor-core bound: {tensor_efficiency_while_busy(run):.0%} of peak while busy, "
-                f"busy {shares[top]:.0%} of the time")  # fmt: skip
+        head = (f"tensor-core bound: {shares[top]:.0%} of the time on the tensor core, at "
+                f"{tensor_efficiency_while_busy(run):.0%} of its peak while busy")  # fmt: skip
+        if level_frac >= 0.5:
+            head += f" ({level} at {level_frac:.0%} of peak bandwidth)"
     elif top == "memory":
-        head = (f"memory-bound ({level}): {shares[top]:.0%} of the time waiting on TMA/{level}, "
-                f"{level} at {level_frac:.0%} of peak bandwidth")  # fmt: skip
+        head = (f"memory-bound ({level}): {level} at {level_frac:.0%} of peak bandwidth, "
+                f"{shares['memory']:.0%} of the time waiting on TMA/{level}")  # fmt: skip
     elif top == "tail_wave":
         head = f"tail-wave bound: {shares[top]:.0%} of the time with SMs out of work"
     elif top == "launch":
@@ -202,19 +220,3 @@ def verdict(run: SimRun, shares: dict[str, float], tail_causes: dict[str, float]
         what = f"waiting on TMA/{level}" if sub == "memory" else CAUSE_LABELS.get(sub, "")
         parts.append(f"{shares['tail_wave']:.0%} in the tail wave" + (f" (last SMs: {what})" if what else ""))
     return "; ".join(parts)
-
-
-def attribute_choice(prediction: Any, arch: Any, overrides: dict[str, Any]) -> Any:
-    """For an ``auto`` prediction: simulate its chosen schedule once more, recording, and attach the
-    attribution and verdict (the search itself simulates without recording, for speed)."""
-    from dataclasses import replace
-
-    from gpusim.schedule.load import load_schedule
-    from gpusim.sim.engine import simulate
-
-    choice = prediction.choice
-    if not choice:
-        return prediction
-    sched = load_schedule(choice["schedule"], arch, {**overrides, **choice["params"]})
-    attr = attribute(simulate(sched, arch, record=True))
-    return replace(prediction, attribution=attr.shares, verdict=attr.verdict)

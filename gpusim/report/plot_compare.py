@@ -7,10 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
+from gpusim.comparison import Comparison
 from gpusim.report.attribution import CAUSE_LABELS, CAUSES
-from gpusim.report.compare import COMPARE_UNITS, Variant
+from gpusim.report.compare import COMPARE_UNITS
 from gpusim.report.plot_style import SERIES_COLORS, new_figure, save
-from gpusim.report.summary import UNIT_LABELS, Prediction
+from gpusim.report.summary import UNIT_LABELS
 
 _CAUSE_COLORS = {
     "tensor_core": "#009E73", "memory": "#0072B2", "cuda_cores": "#E69F00", "sfu": "#CC79A7",
@@ -20,10 +21,12 @@ _UNIT_COLORS = {"tensor": "#009E73", "tma": "#0072B2", "hbm": "#56B4E9", "l2": "
                 "fp32": "#E69F00", "sfu": "#CC79A7"}  # fmt: skip
 
 
-def plot_compare(variants: list[Variant], preds: list[Prediction], path: str | Path, title: str = "") -> Path:
-    """Write the comparison PNG."""
+def plot_compare(c: Comparison, path: str | Path, title: str = "") -> Path:
+    """Write the comparison PNG (refused variants are left out; the title names the costs)."""
+    kept = [r for r in c.rows if r.prediction is not None]
+    preds = [r.prediction for r in kept if r.prediction is not None]
     n = len(preds)
-    labels = ["\n".join(textwrap.wrap(v.label, 22)) for v in variants]
+    labels = ["\n".join(textwrap.wrap(r.variant.name, 22)) for r in kept]
     fig = new_figure(14, 11)
     grid = fig.add_gridspec(3, 1, height_ratios=[1.0, 1.2, 1.0], hspace=0.75, left=0.08, right=0.8,
                             top=0.92, bottom=0.08)  # fmt: skip
@@ -65,5 +68,5 @@ def plot_compare(variants: list[Variant], preds: list[Prediction], path: str | P
     for a in (ax, ax2, ax3):
         a.grid(axis="y", color="#E0E0E0", linewidth=0.6)
         a.set_axisbelow(True)
-    fig.suptitle(title or "gpusim compare", fontsize=13, x=0.02, ha="left")
+    fig.suptitle(f"{title or 'gpusim compare'} ({c.costs} costs)", fontsize=13, x=0.02, ha="left")
     return save(fig, path)

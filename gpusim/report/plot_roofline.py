@@ -12,8 +12,8 @@ from gpusim.report.roofline import Point, Roofs
 _MARKERS = ["o", "s", "D", "^", "v", "P", "X", "*", "h", "<"]
 
 
-def plot_roofline(r: Roofs, points: list[Point], path: str | Path) -> Path:
-    """Write a log-log roofline PNG."""
+def plot_roofline(r: Roofs, points: list[Point], path: str | Path, costs: str = "calibrated") -> Path:
+    """Write a log-log roofline PNG (the title says which costs placed the points)."""
     fig = new_figure(14, 8.5)
     ax = fig.add_axes((0.07, 0.1, 0.56, 0.8))
     top = max([*r.peaks_tflops.values(), r.fp32_tflops])
@@ -53,7 +53,8 @@ def plot_roofline(r: Roofs, points: list[Point], path: str | Path) -> Path:
     ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic, as simulated)")
     ax.set_ylabel("TFLOPS")
     ax.grid(which="both", color="#E6E6E6", linewidth=0.6)
-    ax.set_title(f"roofline of {r.arch} (dense tensor peaks per dtype; dotted: lower-precision roofs)",
+    ax.set_title(f"roofline of {r.arch} (dense tensor peaks per dtype; dotted: lower-precision roofs; "
+                 f"points: {costs} costs)",
                  fontsize=11, loc="left")  # fmt: skip
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     return save(fig, path)

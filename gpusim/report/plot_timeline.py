@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numpy as np
 from matplotlib.patches import Patch
 
 from gpusim.report.plot_style import KIND_COLORS, KIND_LABELS, new_figure, save
@@ -14,6 +15,7 @@ from gpusim.report.timeline import (
     agent_lanes,
     binned_average,
     busiest_sm,
+    busy_fractions,
     check_sm,
     default_window,
     is_wait,
@@ -57,6 +59,39 @@ def _draw_lanes(ax, lanes: list[Lane], lo: float, hi: float) -> set[str]:
     return used
 
 
+def _draw_lanes_aggregated(ax, lanes: list[Lane], lo: float, hi: float) -> set[str]:
+    """Draw lanes as busy fraction per pixel column (stacked per colour kind), so spans shorter than a
+    pixel still show how busy a unit was; returns the colour kinds used."""
+    ax.figure.canvas.draw_idle()
+    bins = max(50, int(ax.get_window_extent().width))
+    width_us = (hi - lo) / bins / 1000
+    starts_us = lo / 1000 + width_us * np.arange(bins)
+    used: set[str] = set()
+    n = len(lanes)
+    for row, lane in enumerate(lanes):
+        y = n - 1 - row
+        by_kind: dict[str, list[tuple[float, float]]] = {}
+        for a, b, label in lane.spans:
+            kind = lane.color_kind if lane.kind == "agent" else role_kind(label)
+            by_kind.setdefault(kind, []).append((a, b))
+        bottom = np.full(bins, y - _LANE_H / 2)
+        for kind, spans in by_kind.items():
+            frac = busy_fractions(spans, lo, hi, bins)
+            if not frac.any():
+                continue
+            used.add(kind)
+            ax.bar(starts_us, frac * _LANE_H, width=width_us, bottom=bottom, align="edge", linewidth=0,
+                   color=KIND_COLORS[kind])  # fmt: skip
+            bottom = bottom + frac * _LANE_H
+    ax.set_yticks(range(n))
+    ax.set_yticklabels([lane.label for lane in reversed(lanes)], fontsize=9)
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.set_xlim(lo / 1000, hi / 1000)
+    ax.grid(axis="x", color="#E0E0E0", linewidth=0.6)
+    ax.set_axisbelow(True)
+    return used
+
+
 def _bandwidth(ax, run: SimRun, lo: float, hi: float, bins: int = 300) -> None:
     for samples, name, color in ((run.net.hbm_rate_samples, "HBM", "#0072B2"),
                                  (run.net.l2_rate_samples, "L2", "#E69F00")):  # fmt: skip
@@ -74,7 +109,8 @@ def _bandwidth(ax, run: SimRun, lo: float, hi: float, bins: int = 300) -> None:
 
 
 def plot_timeline(run: SimRun, path: str | Path, sm_index: int | None = None,
-                  window_ns: tuple[float, float] | None = None, verdict: str | None = None) -> Path:  # fmt: skip
+                  window_ns: tuple[float, float] | None = None, verdict: str | None = None,
+                  costs: str | None = None) -> Path:  # fmt: skip
     """Write the timeline PNG of SM group ``sm_index`` (default: the busiest) over ``window_ns``
     (default: about three tile periods in the middle of its work)."""
     sm_index = busiest_sm(run) if sm_index is None else check_sm(run, sm_index)
@@ -87,12 +123,13 @@ def plot_timeline(run: SimRun, path: str | Path, sm_index: int | None = None,
     fig = new_figure(14, max(8.0, height))
     ratios = [0.6 + 0.32 * len(overview), 0.5 + 0.42 * len(lanes), 2.0]
     grid = fig.add_gridspec(
-        3, 1, height_ratios=ratios, hspace=0.55, left=0.2, right=0.78, top=0.9, bottom=0.06
+        3, 1, height_ratios=ratios, hspace=0.55, left=0.2, right=0.78, top=0.87, bottom=0.06
     )
     ax_over = fig.add_subplot(grid[0])
-    used = _draw_lanes(ax_over, overview, 0.0, run.kernel_ns)
+    used = _draw_lanes_aggregated(ax_over, overview, 0.0, run.kernel_ns)
     ax_over.axvspan(lo / 1000, hi / 1000, color="#FFD54F", alpha=0.35, zorder=0)
-    ax_over.set_title("whole kernel (agents; the shaded band is the window below)", fontsize=10, loc="left")
+    ax_over.set_title("whole kernel (bar height: busy fraction per pixel column; the shaded band is the "
+                      "window below)", fontsize=10, loc="left")  # fmt: skip
     ax_over.set_xlabel("time (µs)", fontsize=9)
     ax_win = fig.add_subplot(grid[1])
     used |= _draw_lanes(ax_win, lanes, lo, hi)
@@ -115,7 +152,8 @@ def plot_timeline(run: SimRun, path: str | Path, sm_index: int | None = None,
     total_ns = run.kernel_ns + arch.calibration.launch_overhead_ns
     tflops = sched.flops / total_ns / 1e3 if total_ns else 0.0
     title = (f"{sched.name} on {arch.id}: {total_ns / 1000:,.2f} µs, {tflops:,.1f} TFLOPS — "
-             f"SM group {sm_index} of {len(run.sms)} (stands for {sm.weight} SMs)")  # fmt: skip
+             f"SM group {sm_index} of {len(run.sms)} (stands for {sm.weight} SMs); "
+             f"{costs or arch.calibration.origin} costs")  # fmt: skip
     fig.suptitle(title, fontsize=13, x=0.02, ha="left", y=0.985)
     if verdict:
         fig.text(0.02, 0.945, "\n".join(textwrap.wrap(verdict, 150)), fontsize=10, ha="left", va="top",

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import GpusimError
-from gpusim.report.summary import Prediction
+from gpusim.result import Prediction
 
 
 @dataclass(frozen=True)
@@ -63,33 +62,3 @@ def point(p: Prediction, arch: Arch, dtype: str, label: str | None = None) -> Po
     peak = arch.dense_peak_tflops(dtype) or arch.fp32_peak_tflops()
     bound = min(peak, arch.memory.hbm_bandwidth_bytes_per_s * ai / 1e12)
     return Point(label or p.schedule, p.schedule, dtype, ai, p.tflops, p.time_us, bound)
-
-
-def predict_points(
-    arch: Arch, schedules: list[str], overrides: dict[str, Any]
-) -> tuple[list[Point], list[str]]:
-    """Predict each schedule on ``arch``; returns the points and one line per schedule not placed."""
-    from gpusim.autotune import is_auto, predict_auto
-    from gpusim.report.summary import summarize
-    from gpusim.schedule.load import load_schedule
-    from gpusim.sim.engine import simulate
-
-    points, skipped = [], []
-    for name in schedules:
-        try:
-            if is_auto(name):
-                pred = predict_auto(name, arch, overrides)
-                dtype = str(overrides.get("dtype", "bf16"))
-            else:
-                sched = load_schedule(name, arch, overrides)
-                pred = summarize(simulate(sched, arch))
-                dtype = sched.metrics_dtype
-        except GpusimError as exc:
-            skipped.append(f"{name}: {exc}")
-            continue
-        pt = point(pred, arch, dtype)
-        if pt is None:
-            skipped.append(f"{name}: no FLOPs or no HBM traffic, so no arithmetic intensity")
-        else:
-            points.append(pt)
-    return points, skipped

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from gpusim.errors import InputError
 from gpusim.sim.engine import SimRun
 
@@ -64,14 +66,14 @@ class Lane:
     """For agent lanes: the colour kind of every span."""
 
 
-def _check_recorded(run: SimRun) -> None:
+def check_recorded(run: SimRun) -> None:
     if not run.sms or run.sms[0].ingress is None or run.sms[0].ingress.spans is None:
         raise InputError("timelines need a recorded simulation: simulate(..., record=True)")
 
 
 def agent_lanes(run: SimRun, sm_index: int) -> list[Lane]:
     """The SM's agents that did any work, in display order."""
-    _check_recorded(run)
+    check_recorded(run)
     sm = run.sms[sm_index]
     lanes = []
     for label, kind, pipes in AGENT_LANES:
@@ -90,7 +92,7 @@ def agent_lanes(run: SimRun, sm_index: int) -> list[Lane]:
 
 def role_lanes(run: SimRun, sm_index: int) -> list[Lane]:
     """One lane per role replica on the SM; CTAs of later waves reuse a lane once it is free."""
-    _check_recorded(run)
+    check_recorded(run)
     by_name: dict[str, list[tuple[float, Lane]]] = {}
     order: list[Lane] = []
     runners = [r for r in run.runners if r.sm.index == sm_index and r.spans]
@@ -193,7 +195,6 @@ def binned_average(samples: list[tuple[float, float]] | None, lo: float, hi: flo
                    bins: int) -> tuple[list[float], list[float]]:  # fmt: skip
     """Average of a step function (``(t, value)`` samples, each value holding until the next) over
     ``bins`` equal bins of ``[lo, hi]``: (bin starts in ns, averages)."""
-    import numpy as np
 
     edges = np.linspace(lo, hi, bins + 1)
     if not samples or hi <= lo:
@@ -209,3 +210,22 @@ def binned_average(samples: list[tuple[float, float]] | None, lo: float, hi: flo
 
     area = integral(edges)
     return list(edges[:-1]), list(np.diff(area) / np.diff(edges))
+
+
+def busy_fractions(spans: list[tuple[float, float]], lo: float, hi: float, bins: int) -> np.ndarray:
+    """Fraction of each of ``bins`` equal bins of ``[lo, hi]`` covered by the union of ``spans`` (ns):
+    what one pixel column of a Gantt lane should show when spans are narrower than a pixel."""
+    from gpusim.report.intervals import merge
+
+    merged = merge(spans)
+    edges = np.linspace(lo, hi, bins + 1)
+    if not merged or hi <= lo:
+        return np.zeros(bins)
+    starts = np.array([a for a, _ in merged])
+    ends = np.array([b for _, b in merged])
+    done_before = np.concatenate(([0.0], np.cumsum(ends - starts)[:-1]))
+    # busy time in [0, t] is piecewise linear: flat between spans, slope 1 inside them
+    knots_t = np.ravel(np.column_stack((starts, ends)))
+    knots_v = np.ravel(np.column_stack((done_before, done_before + (ends - starts))))
+    covered = np.interp(edges, knots_t, knots_v, left=0.0, right=float(knots_v[-1]))
+    return np.clip(np.diff(covered) / np.diff(edges), 0.0, 1.0)

@@ -4,7 +4,10 @@ Agent tracks show when each unit (tensor core, pipes, LSU, memory ports) is busy
 each role replica spends its time in (a wait on a stage, an MMA, CUDA-core math, a turnstile).
 
 Open the file in https://ui.perfetto.dev (or chrome://tracing). Timestamps are microseconds, as the
-Chrome trace format requires. HBM and L2 bandwidth and the L2 hit rate appear as counters on a "chip"
+Chrome trace format requires, on a whole-nanosecond grid: each value ``x`` is chosen so that
+``x * 1000`` truncates and rounds to the same integer, so importers that convert either way agree;
+slices on one track never overlap and every flow ends at or after its start (Perfetto drops flows
+that end before they start). HBM and L2 bandwidth and the L2 hit rate appear as counters on a "chip"
 process; each SM group has a counter of the shared-memory stages in use per buffer, one track per
 stage slot ("filling" while its loads land, "full" until the consumers release it), and flow arrows
 from the moment a stage became full to the end of the consumer's wait for it.
@@ -13,6 +16,8 @@ from the moment a stage became full to the end of the consumer's wait for it.
 from __future__ import annotations
 
 import json
+import math
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,6 @@ from gpusim.sim.engine import SimRun
 _CHIP_PID = 0
 _STAGE_TID0 = 1000
 _HIT_RATE_BINS = 200
-_FLOW_EPS_US = 1e-4
 
 
 def trace_events(run: SimRun) -> list[dict[str, Any]]:
@@ -80,11 +84,7 @@ def trace_events(run: SimRun) -> list[dict[str, Any]]:
     events.extend(_hit_rate_counter(run))
     events.extend(_stage_counters(run))
     events.extend(_stage_tracks_and_flows(run, runner_track))
-    for e in events:  # picosecond precision is plenty and halves the file
-        if "ts" in e:
-            e["ts"] = round(e["ts"], 6)
-        if "dur" in e:
-            e["dur"] = round(e["dur"], 6)
+    _snap_to_ns(events)
     metadata = [e for e in events if e["ph"] == "M"]
     timed = sorted((e for e in events if e["ph"] != "M"), key=lambda e: (e["pid"], e["tid"], e["ts"]))
     return metadata + timed
@@ -177,15 +177,57 @@ def _stage_tracks_and_flows(run: SimRun, runner_track: dict[int, tuple[int, int]
             name = f"{ring.name} full -> {owner.name}"
             out.append({"name": name, "cat": "flow", "ph": "s", "id": flow_id, "pid": pid,
                         "tid": tids[index], "ts": t / 1000})  # fmt: skip
-            out.append({"name": name, "cat": "flow", "ph": "f", "bp": "e", "id": flow_id, "pid": dest[0],
-                        "tid": dest[1], "ts": max(t / 1000 - _FLOW_EPS_US, 0.0)})  # fmt: skip
+            # no "bp": the arrow lands on the consumer's next slice, which starts when its wait ends at t
+            out.append({"name": name, "cat": "flow", "ph": "f", "id": flow_id, "pid": dest[0],
+                        "tid": dest[1], "ts": t / 1000})  # fmt: skip
     return out
+
+
+def us_of_ns(ns: int) -> float:
+    """Microseconds for a whole number of nanoseconds, as the double ``x`` nearest ``ns / 1000`` with
+    ``int(x * 1000) == round(x * 1000) == ns``."""
+    x = ns / 1000
+    while int(x * 1000) < ns:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def _snap_to_ns(events: list[dict[str, Any]]) -> None:
+    """Move every timestamp to whole nanoseconds; on each track a slice starts no earlier than the
+    previous one ends, and a flow ends no earlier than it starts."""
+    tracks: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    flow_start: dict[int, int] = {}
+    for e in events:
+        if "ts" not in e:
+            continue
+        e["ts"] = round(e["ts"] * 1000)
+        if e["ph"] == "X":
+            e["dur"] = max(round(e["dur"] * 1000), 0)
+            tracks[(e["pid"], e["tid"])].append(e)
+        elif e["ph"] == "s":
+            flow_start[e["id"]] = e["ts"]
+    for slices in tracks.values():
+        slices.sort(key=lambda e: e["ts"])
+        busy_until = -1
+        for e in slices:
+            end = e["ts"] + e["dur"]
+            e["ts"] = max(e["ts"], busy_until)
+            e["dur"] = max(end - e["ts"], 0)
+            busy_until = e["ts"] + e["dur"]
+    for e in events:
+        if e.get("ph") == "f":
+            e["ts"] = max(e["ts"], flow_start.get(e["id"], e["ts"]))
+    for e in events:
+        if "ts" in e:
+            e["ts"] = us_of_ns(e["ts"])
+            if "dur" in e:
+                e["dur"] = us_of_ns(e["dur"])
 
 
 def write_trace(run: SimRun, path: str | Path) -> Path:
     """Write the trace JSON; an unwritable path is a one-line error."""
     target = Path(path)
-    payload = {"traceEvents": trace_events(run), "displayTimeUnit": "ns",
+    payload = {"traceEvents": trace_events(run),
                "otherData": {"schedule": run.sched.name, "arch": run.arch.id}}  # fmt: skip
     try:
         target.write_text(json.dumps(payload))

@@ -120,6 +120,8 @@ class Schedule:
     overrides: Mapping[str, Any]
     symbols: tuple[str, ...] = ()
     """Problem and param names, in file order (what --set may override and reports show)."""
+    problem_symbols: tuple[str, ...] = ()
+    """The problem's names (the rest of ``symbols`` are schedule parameters)."""
 
     def mma_dtype(self, arg: str | None, env: Mapping[str, Any]) -> str:
         """The dtype an ``mma`` uses: its ``dtype`` argument (a dtype name, or a symbol holding one such

@@ -42,6 +42,11 @@ def schedule_path(name_or_path: str) -> Path:
     return schedules_dir() / f"{name_or_path}.yaml"
 
 
+def read_spec(name_or_path: str | Path) -> ScheduleSpec:
+    """The parsed, unresolved schedule of a built-in name or YAML path (problem, params, defaults)."""
+    return _read_spec(schedule_path(str(name_or_path)))
+
+
 @cache
 def _read_spec(path: Path) -> ScheduleSpec:
     data = read_yaml_mapping(path)
@@ -197,6 +202,7 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
         roles=roles,
         overrides=dict(overrides),
         symbols=(*spec.problem, *spec.params),
+        problem_symbols=tuple(spec.problem),
     )
 
 
@@ -316,6 +322,8 @@ __all__ = [
     "builtin_schedule_names",
     "load_schedule",
     "parse_override",
+    "read_spec",
+    "resolve",
     "schedule_path",
     "schedules_dir",
 ]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import simpy
 
 from gpusim.arch import Arch
 from gpusim.errors import ScheduleRefused
-from gpusim.sim.memory import FlowNetwork, Port
+from gpusim.sim.memory import FlowNetwork, Port, Transfer
 from gpusim.sim.servers import FifoServer
 
 PIPES = ("tensor", "fp32", "sfu", "cvt", "int", "issue", "lsu", "tmem")
@@ -101,3 +103,97 @@ class SimSM:
         self.egress = Port(
             self.net, f"sm{self.index}.out", cap, self.weight, spans=[] if self.record_spans else None
         )
+
+    # ---- the cost model: what each kind of work charges to this SM's agents ------------------------
+
+    def pipe_share(self, warps: int) -> float:
+        """Fraction of an SM-wide pipe that a role of ``warps`` warps can drive (one warp per scheduler)."""
+        schedulers = self.rates.arch.sm.warp_schedulers_per_sm
+        return min(warps, schedulers) / schedulers
+
+    def transfer(self, nbytes: float, *, miss: float, write: bool, tma: bool = False,
+                 on_done: Callable[[], Any] | None = None) -> simpy.Event:  # fmt: skip
+        """Move bytes through this SM's port and the chip's L2/HBM (``miss`` of them from HBM); the event
+        fires when they land. ``tma`` adds the TMA unit's latency over a plain load."""
+        rates = self.rates
+        if write:
+            miss = 1.0
+            latency = rates.l2_latency_ns
+        else:
+            latency = (
+                rates.l2_latency_ns * (1 - miss)
+                + rates.hbm_latency_ns * miss
+                + (rates.tma_extra_ns if tma else 0.0)
+            )
+        done = self.env.event()
+        port = self.egress if write else self.ingress
+        t = Transfer(
+            bytes=nbytes,
+            l2_coef=1.0,
+            hbm_coef=miss,
+            latency_ns=latency,
+            weight=self.weight,
+            on_done=on_done,
+            done=done,
+            is_write=write,
+        )
+        if nbytes <= 0:
+            done.succeed()
+            return done
+        port.submit(t)  # type: ignore[union-attr]
+        return done
+
+    def smem_access(self, nbytes: float, label: str) -> simpy.Event:
+        """lds/sts: shared-memory bytes through the LSU at the SM's shared-memory bandwidth."""
+        return self.servers["lsu"].serve(nbytes / self.rates.smem_bytes_per_ns, label=label)
+
+    def tmem_access(self, nbytes: float, label: str) -> simpy.Event:
+        """tcgen05.ld/st: bytes through the TMEM datapath."""
+        return self.servers["tmem"].serve(nbytes / self.rates.tmem_bytes_per_ns, label=label)
+
+    def mma(self, unit: str, dtype: str, mnk: tuple[float, float, float], *, warps: int, cta_group: int,
+            pair: list[SimSM], label: str, where: str) -> tuple[simpy.Event, bool]:  # fmt: skip
+        """Book one MMA on the tensor core(s); returns (event, synchronous): mma.sync blocks its warps
+        until the result is there, wgmma/tcgen05 return at once and complete through the event."""
+        m, n, k = mnk
+        flops = 2.0 * m * n * k
+        rate = self.rates.mma_flops_per_ns(unit, dtype, where)
+        if unit == "mma_sync":
+            duration = flops / (rate * self.pipe_share(warps))
+            self.tensor_flops += flops
+            latency = self.rates.arch.tensor_cores.mma_sync.latency_cycles / self.rates.clock_ghz
+            return self.servers["tensor"].serve(duration, label=label, extra_latency_ns=latency), True
+        if cta_group == 2:
+            if len(pair) != 2:
+                raise ScheduleRefused(f"{where}: cta_group 2 needs launch.cta_pair")
+            duration = flops / 2 / rate
+            start = max(sm.servers["tensor"].free_at_ns for sm in pair)
+            end = 0.0
+            for sm in pair:
+                _, end = sm.servers["tensor"].reserve(
+                    duration, earliest_ns=max(start, self.env.now), label=label
+                )
+                sm.tensor_flops += flops / 2
+        else:
+            _, end = self.servers["tensor"].reserve(flops / rate, label=label)
+            self.tensor_flops += flops
+        return self.env.timeout(end - self.env.now), False
+
+    def cuda(self, elems: float, mix: Mapping[str, float], *, warps: int, label: str) -> simpy.Event:
+        """CUDA-core work: ``elems`` elements, each costing ``mix`` operations per pipe; ends when the
+        busiest pipe is done."""
+        r = self.rates
+        share = self.pipe_share(warps)
+        demands = {
+            "fp32": elems * mix.get("fp32", 0.0) / r.fp32_ops_per_ns,
+            "sfu": elems * mix.get("ex2", 0.0) / r.ex2_per_ns,
+            "cvt": elems * mix.get("cvt", 0.0) / r.cvt_per_ns,
+            "int": elems * mix.get("int", 0.0) / r.int_per_ns,
+            "issue": elems * sum(mix.values()) / r.issue_lane_ops_per_ns,
+        }
+        end = self.env.now
+        for pipe, duration in demands.items():
+            if duration > 0:
+                _, finish = self.servers[pipe].reserve(duration / share, label=label)
+                end = max(end, finish)
+        return self.env.timeout(end - self.env.now)

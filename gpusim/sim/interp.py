@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from gpusim.errors import InputError, ScheduleRefused
+from gpusim.errors import InputError
 from gpusim.schedule.program import Stmt
-from gpusim.sim.memory import Transfer
 from gpusim.sim.sync import (
     ChunkBuffer,
     Cursor,
@@ -70,7 +69,6 @@ class RoleRunner:
         self.replica = replica
         self.env = cta.env
         self.sm = cta.sm
-        self.rates = cta.sm.rates
         self.vars: dict[str, Any] = {**cta.sched.env, "r": replica, "cta_rank": cta.rank}
         self.loop: Tag = {}
         self.queues: dict[str, deque[simpy.Event]] = {}
@@ -80,9 +78,6 @@ class RoleRunner:
         self.blocked_on = "starting"
         self.finished = False
         self.warps = role.warps
-        self.sm_fraction = min(role.warps, cta.sm.rates.arch.sm.warp_schedulers_per_sm) / (
-            cta.sm.rates.arch.sm.warp_schedulers_per_sm
-        )
         self.name = f"{role.name}[{replica}]" if role.replicas > 1 else role.name
         self._lookahead: dict[tuple[int, int], list[Stmt]] = {}
         self.spans: list[tuple[float, float, str]] | None = [] if cta.sm.record_spans else None
@@ -214,33 +209,11 @@ class RoleRunner:
                 total += float(self._eval(stmt.args["bytes"], stmt))
         return total
 
-    def transfer(self, nbytes: float, *, operand: str | None, write: bool, latency_extra: float = 0.0,
-                 l2_coef: float = 1.0, on_done: Any = None) -> simpy.Event:  # fmt: skip
-        """Move bytes through this SM's port and the chip's L2/HBM; the event fires when they land."""
-        rates = self.rates
-        if write:
-            miss = 1.0
-            latency = rates.l2_latency_ns
-        else:
-            miss = self.cta.miss_fraction(operand, int(self.vars.get("tile", 0)))
-            latency = rates.l2_latency_ns * (1 - miss) + rates.hbm_latency_ns * miss + latency_extra
-        done = self.env.event()
-        port = self.sm.egress if write else self.sm.ingress
-        t = Transfer(
-            bytes=nbytes,
-            l2_coef=l2_coef,
-            hbm_coef=miss,
-            latency_ns=latency,
-            weight=self.sm.weight,
-            on_done=on_done,
-            done=done,
-            is_write=write,
-        )
-        if nbytes <= 0:
-            done.succeed()
-            return done
-        port.submit(t)  # type: ignore[union-attr]
-        return done
+    def transfer(self, nbytes: float, *, operand: str | None, write: bool, tma: bool = False,
+                 on_done: Any = None) -> simpy.Event:  # fmt: skip
+        """Move bytes for this role through its SM (the cost model is the SM's, see hardware.py)."""
+        miss = 1.0 if write else self.cta.miss_fraction(operand, int(self.vars.get("tile", 0)))
+        return self.sm.transfer(nbytes, miss=miss, write=write, tma=tma, on_done=on_done)
 
 
 def _span_label(stmt: Stmt) -> str:
@@ -383,7 +356,7 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
         per_chunk = share / max(1, hi - lo)
         for c in range(lo, hi):
             buffers = [r.chunks[buf] for r in receivers]
-            rr.transfer(per_chunk, operand=operand, write=False, latency_extra=rr.rates.tma_extra_ns,
+            rr.transfer(per_chunk, operand=operand, write=False, tma=True,
                         on_done=lambda bs=buffers, c=c: [b.land(ctx, c) for b in bs])  # fmt: skip
         return None
     cursor = rr.cursors.get(buf)
@@ -393,7 +366,7 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
         )
     key = cursor.current.key
     rings = [r.rings[buf] for r in receivers]
-    rr.transfer(share, operand=operand, write=False, latency_extra=rr.rates.tma_extra_ns,
+    rr.transfer(share, operand=operand, write=False, tma=True,
                 on_done=lambda: [ring.credit(key, share) for ring in rings])  # fmt: skip
     return None
 
@@ -436,7 +409,7 @@ def _reduce(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
 
 def _smem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     nbytes = float(rr._eval(stmt.args["bytes"], stmt))
-    event = rr.sm.servers["lsu"].serve(nbytes / rr.rates.smem_bytes_per_ns, label=stmt.op)
+    event = rr.sm.smem_access(nbytes, label=stmt.op)
     if "async" in stmt.args and rr._eval(stmt.args["async"], stmt):
         rr.queue("lds").append(event)  # software-pipelined fragment loads: complete via wait_async lds
         return None
@@ -447,30 +420,12 @@ def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     unit = stmt.args["unit"]
     m, n, k = (float(rr._eval(e, stmt)) for e in stmt.args["mnk"])
     dtype = rr.cta.sched.mma_dtype(stmt.args.get("dtype"), rr.vars)
-    flops = 2.0 * m * n * k
-    rate = rr.rates.mma_flops_per_ns(unit, dtype, stmt.where)
     cta_group = int(rr._eval(stmt.args["cta_group"], stmt)) if "cta_group" in stmt.args else 1
     label = stmt.label or f"{unit} {int(m)}x{int(n)}x{int(k)}"
-    if unit == "mma_sync":
-        duration = flops / (rate * rr.sm_fraction)
-        rr.sm.tensor_flops += flops
-        latency = rr.rates.arch.tensor_cores.mma_sync.latency_cycles / rr.rates.clock_ghz
-        return rr.sm.servers["tensor"].serve(duration, label=label, extra_latency_ns=latency)
-    if cta_group == 2:
-        if len(rr.cta.pair) != 2:
-            raise ScheduleRefused(f"{stmt.where}: cta_group 2 needs launch.cta_pair")
-        sms = rr.cta.pair
-        duration = flops / 2 / rate
-        start = max(sm.servers["tensor"].free_at_ns for sm in sms)
-        end = 0.0
-        for sm in sms:
-            _, end = sm.servers["tensor"].reserve(duration, earliest_ns=max(start, rr.env.now), label=label)
-            sm.tensor_flops += flops / 2
-        event = rr.env.timeout(end - rr.env.now)
-    else:
-        _, end = rr.sm.servers["tensor"].reserve(flops / rate, label=label)
-        rr.sm.tensor_flops += flops
-        event = rr.env.timeout(end - rr.env.now)
+    event, synchronous = rr.sm.mma(unit, dtype, (m, n, k), warps=rr.warps, cta_group=cta_group,
+                                   pair=rr.cta.pair, label=label, where=stmt.where)  # fmt: skip
+    if synchronous:
+        return event
     if unit == "wgmma":
         rr.queue("wgmma").append(event)
     rr.last_mma = event
@@ -479,7 +434,7 @@ def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 def _tmem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     nbytes = float(rr._eval(stmt.args["bytes"], stmt))
-    event = rr.sm.servers["tmem"].serve(nbytes / rr.rates.tmem_bytes_per_ns, label=stmt.op)
+    event = rr.sm.tmem_access(nbytes, label=stmt.op)
     if stmt.op == "tmem_load":
         rr.queue("tmem_ld").append(event)
         return None
@@ -496,22 +451,8 @@ def _cuda(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
             )
     else:
         mix = stmt.args["ops"]
-    r = rr.rates
-    frac = rr.sm_fraction
-    demands = {
-        "fp32": elems * mix.get("fp32", 0.0) / r.fp32_ops_per_ns,
-        "sfu": elems * mix.get("ex2", 0.0) / r.ex2_per_ns,
-        "cvt": elems * mix.get("cvt", 0.0) / r.cvt_per_ns,
-        "int": elems * mix.get("int", 0.0) / r.int_per_ns,
-        "issue": elems * sum(mix.values()) / r.issue_lane_ops_per_ns,
-    }
-    end = rr.env.now
     label = stmt.label or (stmt.args.get("mix") or "cuda")
-    for pipe, duration in demands.items():
-        if duration > 0:
-            _, finish = rr.sm.servers[pipe].reserve(duration / frac, label=label)
-            end = max(end, finish)
-    return rr.env.timeout(end - rr.env.now)
+    return rr.sm.cuda(elems, mix, warps=rr.warps, label=label)
 
 
 _HANDLERS = {

@@ -1,0 +1,173 @@
+"""The public Python API: one path from (schedule, arch, costs, problem) to a :class:`Prediction`.
+
+::
+
+    import gpusim
+
+    p = gpusim.predict("gemm_ws_pingpong", "h100", M=4096, N=4096, K=4096)
+    print(p.time_us, p.tflops, p.verdict, p.costs, p.overlay)
+
+Every command of the ``gpusim`` CLI, the comparisons, the roofline, validation, calibration, the
+notebooks and the benchmarks go through :func:`predict`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gpusim.arch import Arch, builtin_arch_ids
+from gpusim.arch import load_arch as _load_arch_file
+from gpusim.autotune import AUTO_KINDS, default_gemm_problem, is_auto, search_gemm
+from gpusim.costs import with_costs
+from gpusim.errors import GpusimError, InputError
+from gpusim.result import Prediction
+from gpusim.schedule.ir import Schedule
+from gpusim.schedule.load import builtin_schedule_names, read_spec, resolve
+from gpusim.schedule.load import load_schedule as resolve_file
+from gpusim.schedule.schema import ScheduleSpec
+from gpusim.summarize import predict_resolved
+
+ScheduleLike = str | Path | ScheduleSpec | Schedule
+"""A schedule: a built-in name, ``auto:gemm``, a YAML path, a parsed spec or a resolved schedule."""
+ArchLike = str | Path | Arch
+"""An arch: an id or alias (``h100``, ``sm_90``), a YAML path, or a loaded :class:`Arch`."""
+DEFAULT_AUTO_ARCH = "h100"
+"""The arch ``auto:*`` predicts on when none is given."""
+
+
+def archs() -> list[str]:
+    """Ids of the built-in archs, oldest generation first."""
+    return builtin_arch_ids()
+
+
+def schedules() -> list[str]:
+    """Names of the built-in schedules (plus ``auto:gemm``, the search, which is not a file)."""
+    return list(builtin_schedule_names())
+
+
+def load_arch(arch: ArchLike, *, costs: str | Path = "calibrated") -> Arch:
+    """An arch with the costs ``costs`` names: ``"calibrated"`` (the overlay ``gpusim calibrate``
+    wrote, else the shipped one, else the datasheet), ``"datasheet"``, or an overlay file's path.
+    ``arch.calibration.origin`` says which; ``provenance["overlay_file"]`` names the file."""
+    base = arch if isinstance(arch, Arch) else _load_arch_file(arch)
+    return with_costs(base, costs)
+
+
+def load_schedule(schedule: str | Path) -> ScheduleSpec:
+    """A schedule file parsed but not resolved: its problem and parameters with their defaults,
+    reference arch and description (``predict`` resolves it for an arch and problem)."""
+    return read_spec(schedule)
+
+
+def reference_arch(schedule: ScheduleLike) -> str:
+    """The arch a schedule was written for (``h100`` for ``auto:*``)."""
+    if isinstance(schedule, Schedule | ScheduleSpec):
+        return schedule.reference_arch
+    if is_auto(str(schedule)):
+        return DEFAULT_AUTO_ARCH
+    return read_spec(schedule).reference_arch
+
+
+def _resolve_schedule(schedule: ScheduleLike, arch: Arch, problem: dict[str, Any]) -> Schedule:
+    if isinstance(schedule, ScheduleSpec):
+        return resolve(schedule, arch, problem, None)
+    if isinstance(schedule, Schedule):
+        if schedule.source is None:
+            raise InputError(f"schedule '{schedule.name}' was resolved without a file; pass its spec instead")
+        problem = {**schedule.overrides, **problem}
+        schedule = schedule.source
+    return resolve_file(str(schedule), arch, problem)
+
+
+def predict(
+    schedule: ScheduleLike,
+    arch: ArchLike | None = None,
+    *,
+    costs: str | Path = "calibrated",
+    record: bool = False,
+    exact: bool = False,
+    attribute: bool = True,
+    deadline_s: float | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    resources: Any = None,
+    **problem: Any,
+) -> Prediction:
+    """Predict ``schedule`` on ``arch`` for ``problem`` (problem sizes and schedule parameters).
+
+    - ``schedule``: a built-in name (see :func:`schedules`), ``auto:gemm`` (the fastest legal GEMM
+      schedule and tiling gpusim finds; without M/N/K/dtype, an 8192-cube bf16 GEMM), a YAML path, or
+      a loaded schedule.
+    - ``arch``: an id, alias, YAML path or :class:`Arch`; default: the schedule's reference arch.
+    - ``costs``: ``"calibrated"`` (default), ``"datasheet"`` or an overlay file (see :func:`load_arch`).
+    - ``record``: keep the simulation on ``Prediction.timeline`` (for traces and timeline plots).
+    - ``exact``: simulate every event instead of fast-forwarding repeated periods (where supported).
+    - ``attribute``: compute the critical-path attribution and verdict (off: time-only, faster).
+    - ``deadline_s``: a ``time.perf_counter()`` value past which the simulation stops (LimitExceeded).
+    - ``on_progress(done, total)``: called as an ``auto:*`` search goes (progress bars).
+    - ``resources``: a build of the kernel (a path gpusim.compiler.inspect_file reads, or its
+      BuildReport): its compiled registers and shared memory replace the schedule's budgets for
+      occupancy and refusals (gpusim.compiler.with_build).
+
+    Raises InputError (bad input), ScheduleRefused (hardware or budget check), DeadlockError or
+    LimitExceeded; all are :class:`gpusim.GpusimError`.
+    """
+    arch_obj = load_arch(arch if arch is not None else reference_arch(schedule), costs=costs)
+    if isinstance(schedule, str) and schedule.startswith("auto"):
+        return _predict_auto(schedule, arch_obj, problem, record=record, exact=exact, attribute=attribute,
+                             deadline_s=deadline_s, on_progress=on_progress)  # fmt: skip
+    sched = _resolve_schedule(schedule, arch_obj, problem)
+    if resources is not None:  # a real build's registers and shared memory (gpusim/compiler/with_build.py)
+        from gpusim.compiler.with_build import schedule_with_build
+
+        sched, _ = schedule_with_build(sched, arch_obj, resources)
+    return predict_resolved(sched, arch_obj, record=record, exact=exact, attribute=attribute,
+                            deadline_s=deadline_s)  # fmt: skip
+
+
+def _predict_auto(kind: str, arch: Arch, problem: dict[str, Any], *, record: bool, exact: bool, attribute: bool,
+                  deadline_s: float | None, on_progress: Callable[[int, int], None] | None) -> Prediction:  # fmt: skip
+    if kind not in AUTO_KINDS:
+        raise InputError(f"unknown search '{kind}'; known: {', '.join(AUTO_KINDS)}")
+    if kind == "auto:attn":
+        raise GpusimError("auto:attn: no attention search exists yet; use auto:gemm")
+    best, _ = search_gemm(arch, problem, deadline_s, exact=exact, on_candidate=on_progress)
+    choice = best.choice or {}
+    full_problem = {**default_gemm_problem(arch), **problem}
+    if attribute or record:
+        sched = _resolve_schedule(choice["schedule"], arch, {**full_problem, **choice["params"]})
+        best = predict_resolved(sched, arch, record=record, exact=exact, attribute=attribute,
+                                deadline_s=deadline_s, interval_name=kind)  # fmt: skip
+    return dataclasses.replace(best, schedule=kind, choice=choice)
+
+
+def default_problem(schedule: ScheduleLike, arch: ArchLike | None = None) -> dict[str, Any]:
+    """The problem a schedule predicts when none is given (its file's defaults; auto: the default GEMM)."""
+    if isinstance(schedule, str) and is_auto(schedule):
+        return default_gemm_problem(load_arch(arch or DEFAULT_AUTO_ARCH, costs="datasheet"))
+    spec = schedule if isinstance(schedule, ScheduleSpec) else read_spec(
+        schedule.source if isinstance(schedule, Schedule) else schedule)  # type: ignore[arg-type]  # fmt: skip
+    return dict(spec.problem)
+
+
+def problem_keys(schedule: ScheduleLike) -> tuple[str, ...]:
+    """The problem names a schedule takes (M, N, K, dtype for GEMMs; batch, heads, ... for attention)."""
+    if isinstance(schedule, str) and is_auto(schedule):
+        return ("M", "N", "K", "dtype")
+    return tuple(default_problem(schedule))
+
+
+__all__ = [
+    "ArchLike",
+    "ScheduleLike",
+    "archs",
+    "default_problem",
+    "load_arch",
+    "load_schedule",
+    "predict",
+    "problem_keys",
+    "reference_arch",
+    "schedules",
+]

@@ -1,0 +1,198 @@
+"""Time the project's reference kernels on the local GPU: the same sources `gpusim check` compares with
+the schedules. Plain kernels are compiled to a cubin for the device's SM and launched with cuda-python's
+driver API; CUTLASS kernels are compiled to a shared library whose ``gpusim_run_gemm`` (host code
+through the CUTLASS device adapter, kernels/cutlass_gemm_runner.cuh) is called with ctypes.
+
+Needs an NVIDIA GPU, its driver, cuda-python and the ``cuda`` extra; tests are marked ``gpu``."""
+
+from __future__ import annotations
+
+import ctypes
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpusim.compiler.build import _run, compile_source
+from gpusim.compiler.catalog import REFERENCE_KERNELS, ReferenceKernel
+from gpusim.compiler.elf_symbols import read_u32_symbols
+from gpusim.compiler.toolchain import find_toolchain
+from gpusim.errors import GpusimError, InputError
+
+_DEVICE_ARCHS = (("gb200", "gb200"), ("b300", "b300"), ("b200", "b200"), ("b100", "b100"), ("h200", "h200"),
+                 ("h800", "h800"), ("h100 pcie", "h100_pcie"), ("h100", "h100"), ("h20", "h20"),
+                 ("a100-pcie", "a100_pcie"), ("a100 pcie", "a100_pcie"), ("a100", "a100"), ("v100", "v100"))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One timed run in the measurement format's terms."""
+
+    kernel: str
+    arch: str
+    schedule: str
+    dtype: str
+    problem: dict[str, int]
+    time_us: float
+
+    def row(self) -> dict[str, Any]:
+        """A row of data/measurements/*.csv."""
+        return {"source": f"gpusim measure-kernels ({self.kernel})", "arch": self.arch, "schedule": self.schedule,
+                "dtype": self.dtype, **{k: self.problem.get(k, "") for k in ("M", "N", "K")}, "metric": "time",
+                "value": round(self.time_us, 3), "unit": "us", "notes": "kernels/" + self.kernel,
+                "params": ";".join(f"{k}={v}" for k, v in self.problem.items() if k not in {"M", "N", "K"})}  # fmt: skip
+
+
+def _check(result: Any, what: str) -> Any:
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        raise GpusimError(f"CUDA driver: {what} failed ({err})")
+    return rest[0] if len(rest) == 1 else rest
+
+
+def arch_of_device(name: str) -> str:
+    """The gpusim arch id of a device name such as 'NVIDIA H100 80GB HBM3'."""
+    lowered = name.lower()
+    for token, arch in _DEVICE_ARCHS:
+        if token in lowered:
+            return arch
+    raise InputError(f"GPU '{name}': no gpusim arch matches its name")
+
+
+@contextmanager
+def _context() -> Iterator[tuple[Any, str, str]]:
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        raise InputError('cuda-python is not installed; pip install "gpusim[cuda]"') from None
+    try:
+        _check(driver.cuInit(0), "cuInit")
+    except GpusimError:
+        raise
+    except Exception as exc:  # the driver library itself is missing (no GPU on this machine)
+        raise InputError(f"no NVIDIA driver or GPU here: {str(exc).splitlines()[0][:160]}") from None
+    device = _check(driver.cuDeviceGet(0), "cuDeviceGet")
+    name = _check(driver.cuDeviceGetName(256, device), "cuDeviceGetName").split(b"\0")[0].decode()
+    major = _check(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "cc")  # fmt: skip
+    minor = _check(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cc")  # fmt: skip
+    sm = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+    context = _check(driver.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+    _check(driver.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+    try:
+        yield driver, sm, name
+    finally:
+        driver.cuDevicePrimaryCtxRelease(device)
+
+
+def local_device() -> tuple[str, str]:
+    """The name and SM target of GPU 0 (one-line InputError without a driver or GPU)."""
+    with _context() as (_, sm, name):
+        return name, sm
+
+
+def _time_launches(driver: Any, launch: Callable[[], None], iters: int) -> float:
+    start = _check(driver.cuEventCreate(0), "cuEventCreate")
+    stop = _check(driver.cuEventCreate(0), "cuEventCreate")
+    launch()  # warm-up
+    _check(driver.cuEventRecord(start, 0), "cuEventRecord")
+    for _ in range(iters):
+        launch()
+    _check(driver.cuEventRecord(stop, 0), "cuEventRecord")
+    _check(driver.cuEventSynchronize(stop), "cuEventSynchronize")
+    ms = _check(driver.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
+    return ms * 1e3 / iters
+
+
+def _plain_launch(driver: Any, kernel: ReferenceKernel, sm: str, problem: dict[str, int], work: Path):
+    cubin, _, _, _ = compile_source(kernel.path, sm, (), work)
+    data = cubin.read_bytes()
+    symbols = read_u32_symbols(data)
+    module = _check(driver.cuModuleLoadData(data), "cuModuleLoadData")
+    smem = symbols.get("gpusim_dynamic_smem_bytes", 0)
+    threads = symbols.get("gpusim_threads_per_cta", 256)
+    keep: list[Any] = []
+
+    def alloc(nbytes: int) -> ctypes.c_uint64:
+        ptr = _check(driver.cuMemAlloc(nbytes), "cuMemAlloc")
+        _check(driver.cuMemsetD8(ptr, 0, nbytes), "cuMemsetD8")
+        keep.append(ptr)
+        return ctypes.c_uint64(int(ptr))
+
+    stem = kernel.path.stem
+    if stem in {"gemm_sync", "gemm_cp_async"}:
+        m, n, k = problem["M"], problem["N"], problem["K"]
+        name, args = stem, [alloc(m * k * 2), alloc(n * k * 2), alloc(m * n * 2), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]  # fmt: skip
+        grid = (n // symbols["gpusim_tile_n"], m // symbols["gpusim_tile_m"], 1)
+    elif stem == "stream":
+        n4 = problem["bytes"] // 16
+        name, args = "stream_copy", [alloc(n4 * 16), alloc(n4 * 16), ctypes.c_longlong(n4)]
+        grid = (min(n4 // threads + 1, 65535), 1, 1)
+    else:
+        rows = problem["rows"]
+        name, args = "row_softmax", [alloc(rows * symbols["gpusim_cols"] * 4), alloc(rows * symbols["gpusim_cols"] * 4), ctypes.c_int(rows)]  # fmt: skip
+        grid = (-(-rows * 32 // threads), 1, 1)
+    function = _check(driver.cuModuleGetFunction(module, name.encode()), "cuModuleGetFunction")
+    if smem > 48 * 1024:
+        attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        _check(driver.cuFuncSetAttribute(function, attr, smem), "cuFuncSetAttribute")
+    params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
+
+    def launch() -> None:
+        _check(
+            driver.cuLaunchKernel(function, *grid, threads, 1, 1, smem, 0, ctypes.addressof(params), 0), name
+        )
+
+    return launch, keep
+
+
+def measure_kernel(kernel: ReferenceKernel, problem: dict[str, int], iters: int = 20) -> Measurement:
+    """Time one reference kernel on GPU 0 for ``problem`` (GEMM: M, N, K multiples of the tile;
+    stream: bytes; softmax: rows)."""
+    with (
+        _context() as (driver, sm, device_name),
+        tempfile.TemporaryDirectory(prefix="gpusim-measure-") as tmp,
+    ):
+        arch = arch_of_device(device_name)
+        if kernel.cutlass:
+            if sm != kernel.arch:
+                raise InputError(f"{kernel.file} targets {kernel.arch}; this GPU is {sm}")
+            chain = find_toolchain()
+            library = Path(tmp) / f"{kernel.path.stem}.so"
+            includes = [f"-I{d}" for d in chain.include_dirs + chain.require_cutlass()]
+            _run([str(chain.nvcc), f"-arch={sm}", "-std=c++17", "-DNDEBUG", "--expt-relaxed-constexpr", "-shared",
+                  "-Xcompiler", "-fPIC", *includes, str(kernel.path), "-o", str(library)], f"{kernel.path}: nvcc -shared")  # fmt: skip
+            run = ctypes.CDLL(str(library)).gpusim_run_gemm
+            run.argtypes = [
+                ctypes.c_int,
+                ctypes.c_int,
+                ctypes.c_int,
+                ctypes.c_int,
+                ctypes.POINTER(ctypes.c_float),
+            ]
+            ms = ctypes.c_float()
+            status = run(problem["M"], problem["N"], problem["K"], iters, ctypes.byref(ms))
+            if status != 0:
+                raise GpusimError(f"{kernel.file}: gpusim_run_gemm returned {status}")
+            time_us = ms.value * 1e3
+        else:
+            launch, buffers = _plain_launch(driver, kernel, sm, problem, Path(tmp))
+            time_us = _time_launches(driver, launch, iters)
+            for ptr in buffers:
+                driver.cuMemFree(ptr)
+    dtype = (
+        "fp16"
+        if kernel.file == "gemm_sync.cu"
+        else "fp32"
+        if kernel.file in {"stream.cu", "softmax.cu"}
+        else "bf16"
+    )
+    return Measurement(kernel.file, arch, kernel.schedule or "", dtype, problem, time_us)
+
+
+def default_problems() -> list[tuple[ReferenceKernel, dict[str, int]]]:
+    """The problems ``measure-kernels`` times: each reference kernel once at a size its tile divides."""
+    gemm = {"M": 8192, "N": 8192, "K": 8192}
+    sizes = {"stream.cu": {"bytes": 1 << 30}, "softmax.cu": {"rows": 65536}}
+    return [(k, sizes.get(k.file, gemm)) for k in REFERENCE_KERNELS]

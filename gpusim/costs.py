@@ -1,0 +1,71 @@
+"""Which costs a prediction uses: the arch file's own (datasheet) or a calibration overlay merged over it.
+
+``costs`` is ``"calibrated"`` (the overlay ``gpusim calibrate`` wrote for the arch, else the shipped one;
+datasheet costs when neither exists), ``"datasheet"``, or the path of an overlay file. The merged arch
+records the overlay file it came from in ``arch.calibration.provenance["overlay_file"]``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from gpusim.arch import Arch, Calibration, is_builtin_arch_id, load_arch
+from gpusim.calibrate.overlay import find_overlay, read_overlay_file
+from gpusim.errors import InputError, format_validation_error
+
+CostsName = Literal["calibrated", "datasheet"]
+COSTS_NAMES: tuple[str, ...] = ("calibrated", "datasheet")
+
+
+def with_calibration(arch: Arch, values: dict[str, Any]) -> Arch:
+    """``arch`` with its calibration block replaced by ``values`` (validated)."""
+    cal = Calibration.model_validate({**values})
+    return arch.model_copy(update={"calibration": cal})
+
+
+def overlay_file_of(arch: Arch) -> str | None:
+    """The overlay file ``arch``'s calibration block was read from, if any."""
+    return arch.calibration.provenance.get("overlay_file")
+
+
+def _merge(arch: Arch, path: Path) -> Arch:
+    values = read_overlay_file(path)
+    provenance = {**(values.get("provenance") or {}), "overlay_file": str(path)}
+    try:
+        return with_calibration(arch, {**values, "origin": "calibrated", "provenance": provenance})
+    except ValidationError as exc:
+        raise InputError(format_validation_error(str(path), exc)) from None
+
+
+def _datasheet(arch: Arch) -> Arch:
+    if arch.calibration.origin == "datasheet":
+        return arch
+    if is_builtin_arch_id(arch.id):
+        return arch.model_copy(update={"calibration": load_arch(arch.id).calibration})
+    raise InputError(f"arch '{arch.id}' carries calibrated costs and is not built in, so its datasheet "
+                     "costs are unknown; load it again from its file for datasheet costs")  # fmt: skip
+
+
+def with_costs(arch: Arch, costs: str | Path = "calibrated") -> Arch:
+    """``arch`` with the costs ``costs`` names (see the module doc)."""
+    text = str(costs)
+    if text == "datasheet":
+        return _datasheet(arch)
+    if text == "calibrated":
+        if arch.calibration.origin == "calibrated":
+            return arch
+        path = find_overlay(arch.id)
+        return arch if path is None else _merge(arch, path)
+    path = Path(text)
+    if not path.is_file():
+        raise InputError(f"costs '{text}': expected 'calibrated', 'datasheet' or an overlay YAML file")
+    return _merge(_datasheet(arch) if arch.calibration.origin == "calibrated" else arch, path)
+
+
+def costs_label(arch: Arch) -> str:
+    """Words for the costs an arch carries: ``calibrated (<file>)`` or ``datasheet``."""
+    path = overlay_file_of(arch)
+    return f"{arch.calibration.origin} ({path})" if path else arch.calibration.origin

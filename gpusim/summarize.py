@@ -1,0 +1,120 @@
+"""From a resolved schedule on an arch (with its costs) to a :class:`~gpusim.result.Prediction`.
+
+``predict_resolved`` is the one place a simulation becomes a prediction; ``gpusim.predict`` resolves
+names, paths and costs and calls it, and so does the ``auto:*`` search for each candidate.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from gpusim.arch import Arch
+from gpusim.calibrate.intervals import prediction_interval
+from gpusim.costs import overlay_file_of
+from gpusim.report.attribution import attribute
+from gpusim.result import Prediction
+from gpusim.schedule.ir import Schedule
+from gpusim.sim.engine import SimRun, simulate
+
+_SIMULATE_TAKES_EXACT = "exact" in inspect.signature(simulate).parameters
+
+UTILIZATION_PIPES = ("tensor", "fp32", "sfu", "cvt", "int", "issue", "lsu", "tmem")
+
+
+def predict_resolved(
+    sched: Schedule,
+    arch: Arch,
+    *,
+    record: bool = False,
+    exact: bool = False,
+    attribute: bool = True,
+    deadline_s: float | None = None,
+    interval_name: str | None = None,
+) -> Prediction:
+    """Simulate ``sched`` on ``arch`` (whose calibration block says which costs) and summarize.
+
+    ``attribute`` records the spans the critical-path attribution needs (verdict, bottleneck); off,
+    the prediction is time-only (faster; for fits and searches). ``record`` keeps the simulation on
+    ``Prediction.timeline`` for traces and plots. ``interval_name`` is the name whose family picks the
+    interval's residuals (default: the schedule's name)."""
+    kwargs: dict[str, Any] = {"record": record or attribute, "deadline_s": deadline_s}
+    if _SIMULATE_TAKES_EXACT:
+        kwargs["exact"] = exact
+    run = simulate(sched, arch, **kwargs)
+    return summarize(run, keep_timeline=record, attributed=attribute, interval_name=interval_name)
+
+
+def summarize(
+    run: SimRun, *, keep_timeline: bool = False, attributed: bool = True, interval_name: str | None = None
+) -> Prediction:
+    """Turn a simulation into a prediction (attribution only from a recorded simulation)."""
+    arch, sched = run.arch, run.sched
+    launch_ns = arch.calibration.launch_overhead_ns
+    kernel_ns = max(run.kernel_ns, 1e-9)
+    total_ns = kernel_ns + launch_ns
+    sms_total = arch.sm_count
+    util: dict[str, float] = {}
+    for pipe in UTILIZATION_PIPES:
+        busy = sum(sm.servers[pipe].busy_ns * sm.weight for sm in run.sms)
+        util[pipe] = busy / (sms_total * kernel_ns)
+    tma_busy = sum(sm.ingress.busy_ns * sm.weight for sm in run.sms if sm.ingress is not None)
+    util["tma"] = tma_busy / (sms_total * kernel_ns)
+    net = run.net
+    hbm_bytes = net.hbm_read_bytes + net.hbm_write_bytes
+    l2_bytes = net.l2_read_bytes + net.l2_write_bytes
+    util["hbm"] = hbm_bytes / (kernel_ns * arch.memory.hbm_bandwidth_bytes_per_s / 1e9)
+    util["l2"] = l2_bytes / (kernel_ns * arch.memory.l2_bandwidth_bytes_per_s / 1e9)
+    hit = 1 - net.hbm_read_bytes / net.l2_read_bytes if net.l2_read_bytes > 0 else 0.0
+    peak = arch.dense_peak_tflops(sched.metrics_dtype)
+    compute_ns = sched.flops / (peak * 1e3) if peak else 0.0
+    memory_ns = sched.compulsory_bytes / (arch.memory.hbm_bandwidth_bytes_per_s / 1e9)
+    recorded = bool(run.sms) and run.sms[0].ingress is not None and run.sms[0].ingress.spans is not None
+    attr = attribute(run) if attributed and recorded else None
+    b = run.budgets
+    occupancy = {
+        "ctas_per_sm": b.ctas_per_sm,
+        "warps_per_sm": b.warps_per_sm,
+        "threads_per_cta": b.threads_per_cta,
+        "units": run.plan.num_units,
+        "waves": run.plan.num_waves,
+        "cluster": list(sched.launch.cluster),
+    }
+    problem_keys = set(sched.problem_symbols)
+    problem, params = {}, {}
+    for key in sched.symbols:
+        if key in problem_keys:
+            problem[key] = sched.env[key]
+        else:
+            params[key] = sched.env[key]
+    time_us = total_ns / 1000
+    return Prediction(
+        schedule=sched.name,
+        arch=arch.id,
+        problem=problem,
+        params=params,
+        time_us=time_us,
+        tflops=sched.flops / total_ns / 1e3,
+        hbm_gbps=hbm_bytes / total_ns,
+        l2_gbps=l2_bytes / total_ns,
+        l2_hit_rate=max(0.0, hit),
+        hbm_read_bytes=net.hbm_read_bytes,
+        hbm_write_bytes=net.hbm_write_bytes,
+        utilization={k: round(v, 4) for k, v in util.items()},
+        occupancy=occupancy,
+        budgets=b.as_dict(),
+        bottleneck=attr.bottleneck if attr else None,
+        verdict=attr.verdict if attr else None,
+        attribution=attr.shares if attr else None,
+        interval=prediction_interval(arch, interval_name or sched.name, time_us),
+        costs=arch.calibration.origin,
+        overlay=overlay_file_of(arch),
+        clock_mhz=arch.sustained_clock_mhz,
+        roofline_us=max(compute_ns, memory_ns) / 1000,
+        sim={
+            "wall_s": round(run.wall_s, 4),
+            "events": run.events,
+            "simulated_sm_groups": len(run.plan.groups),
+        },
+        timeline=run if keep_timeline else None,
+    )

@@ -1,0 +1,36 @@
+"""The docs a newcomer reads: a short README whose links resolve, and docs/accuracy.md generated from
+the current inputs (a recorded digest; regenerating it runs the whole validation, minutes)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gpusim.calibrate.accuracy import input_digest, recorded_digest
+
+ROOT = Path(__file__).resolve().parent.parent
+REGENERATE = "gpusim validate data/measurements/*.csv --markdown docs/accuracy.md"
+
+
+def test_readme_is_short_and_its_links_resolve() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode()) <= 8 * 1024
+    for target in re.findall(r"\]\(((?:docs|notebooks)/[^)#]+)\)", readme):
+        if target != "docs/schedule-format.md" or (ROOT / target).exists():  # the schedule-format doc may lag
+            assert (ROOT / target).exists(), target
+    assert not (ROOT / "docs" / "accuracy_section.md").exists()
+    assert not (ROOT / "docs" / "visuals_section.md").exists()
+
+
+def test_accuracy_doc_is_current() -> None:
+    """Fails when measurements, arch files, overlays or schedules changed since docs/accuracy.md was
+    generated; rerun the command in the message."""
+    doc = ROOT / "docs" / "accuracy.md"
+    data = sorted((ROOT / "data" / "measurements").glob("*.csv"))
+    if not data:
+        pytest.skip("no measurement files next to the tests")
+    assert doc.exists(), f"docs/accuracy.md is missing; run `{REGENERATE}`"
+    recorded = recorded_digest(doc.read_text(encoding="utf-8"))
+    assert recorded == input_digest(data), f"docs/accuracy.md is stale; run `{REGENERATE}`"
