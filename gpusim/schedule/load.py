@@ -171,6 +171,11 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
     for name, r in spec.roles.items():
         where = f"{src}: roles.{name}"
         regs = None if r.regs is None else _int(_eval(r.regs, env, f"{where}.regs"), f"{where}.regs")
+        role_warps = _int(_eval(r.warps, env, f"{where}.warps"), f"{where}.warps")
+        if role_warps < 1:  # e.g. (BM // WM) * (BN // WN) with BM < WM: refuse it here, not as a deadlock
+            raise InputError(
+                f"{where}.warps: '{quote(r.warps, 80)}' gives {role_warps}; a role needs at least 1 warp"
+            )
         roles[name] = Role(
             name=name,
             warps=_int(_eval(r.warps, env, f"{where}.warps"), f"{where}.warps"),
