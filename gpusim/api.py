@@ -22,7 +22,7 @@ from gpusim.arch import Arch, builtin_arch_ids
 from gpusim.arch import load_arch as _load_arch_file
 from gpusim.autotune import AUTO_KINDS, default_gemm_problem, is_auto, search_gemm
 from gpusim.costs import with_costs
-from gpusim.errors import GpusimError, InputError
+from gpusim.errors import InputError
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.load import builtin_schedule_names, read_spec, resolve
@@ -131,8 +131,14 @@ def _predict_auto(kind: str, arch: Arch, problem: dict[str, Any], *, record: boo
                   deadline_s: float | None, on_progress: Callable[[int, int], None] | None) -> Prediction:  # fmt: skip
     if kind not in AUTO_KINDS:
         raise InputError(f"unknown search '{kind}'; known: {', '.join(AUTO_KINDS)}")
-    if kind == "auto:attn":
-        raise GpusimError("auto:attn: no attention search exists yet; use auto:gemm")
+    if kind in ("auto:attn", "auto:attention"):
+        from gpusim.explore.tune import tune_attention  # lazy: the tuner imports this module
+
+        choice, problem = tune_attention(arch, problem)
+        sched = _resolve_schedule(choice["schedule"], arch, {**problem, **choice["params"]})
+        best = predict_resolved(sched, arch, record=record, exact=exact, attribute=attribute,
+                                deadline_s=deadline_s, interval_name=kind)  # fmt: skip
+        return dataclasses.replace(best, schedule=kind, choice=choice)
     best, _ = search_gemm(arch, problem, deadline_s, exact=exact, on_candidate=on_progress)
     choice = best.choice or {}
     full_problem = {**default_gemm_problem(arch), **problem}

@@ -41,7 +41,7 @@ GEMM_CANDIDATES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
     ("gemm_sync", ({}, {"BN": 128, "CTAS_PER_SM": 2})),
 )
 SPLIT_CHOICES = (2, 4, 8, 16)
-AUTO_KINDS = ("auto", "auto:gemm", "auto:attn")
+AUTO_KINDS = ("auto", "auto:gemm", "auto:attn", "auto:attention")
 
 
 @dataclass(frozen=True)

@@ -237,6 +237,33 @@ def schedules_list(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
     make_console().print(table)
 
 
+@app.command("schema")
+def schema_cmd(
+    kind: Annotated[str, typer.Argument(help="schedule (default) or arch.")] = "schedule",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the JSON Schema (for editors and checks).")
+    ] = False,
+) -> None:
+    """The schedule format (every op and its fields), or with --json its JSON Schema (also of arch files)."""
+    from gpusim.schedule.jsonschema import arch_json_schema, op_reference, schedule_json_schema
+
+    if kind not in ("schedule", "arch"):
+        raise InputError(f"gpusim schema: unknown kind '{kind}'; expected schedule or arch")
+    if as_json:
+        _print_json(schedule_json_schema() if kind == "schedule" else arch_json_schema())
+        return
+    if kind == "arch":
+        raise InputError(
+            "gpusim schema arch: only --json is available (the arch reference is `gpusim archs show`)"
+        )
+    for op, summary, fields in op_reference():
+        sys.stdout.write(f"{op}: {summary}\n")
+        for name, type_text, default, description in fields:
+            sys.stdout.write(
+                f"    {name:<12} {type_text:<28} {default:<10} {description.splitlines()[0] if description else ''}\n"
+            )
+
+
 @app.command("compare")
 def compare_cmd(
     schedules: Annotated[list[str], typer.Argument(help="One or more schedule names (or auto:gemm).")],
@@ -484,6 +511,11 @@ def measure_cmd(
 
     n = run_measure(out, quick=quick)
     sys.stdout.write(f"wrote {n} rows to {out}\n")
+
+
+from gpusim.explore.commands import register as register_explore_commands  # noqa: E402
+
+register_explore_commands(app)  # sweep, tune, rank-check (gpusim/explore/commands.py)
 
 
 def main() -> None:

@@ -63,7 +63,7 @@ def test_gemm_sync_on_v100_is_in_the_mma_sync_range() -> None:
 
 
 def test_gemm_cp_async_refused_on_v100_by_the_cli() -> None:
-    """The CLI refuses with exit code 2 and one line naming v100, no traceback.
+    """The CLI refuses with exit code 3 and one line naming v100, no traceback.
 
     Legality is checked MMA-first, so the line names the missing bf16 mma.sync path of sm_70; the
     cp.async (sm_80) refusal is checked directly with an MMA the arch has."""
@@ -73,7 +73,7 @@ def test_gemm_cp_async_refused_on_v100_by_the_cli() -> None:
         text=True,
         check=False,
     )
-    assert proc.returncode == 2
+    assert proc.returncode == 3
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1

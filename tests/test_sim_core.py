@@ -27,8 +27,8 @@ def _predict(name: str, arch=H100, **overrides):
 
 def test_same_input_gives_identical_output() -> None:
     """Two runs of the same prediction agree bit for bit."""
-    a = _predict("gemm_ws_pingpong", M=2048, N=2048, K=1024).as_dict()
-    b = _predict("gemm_ws_pingpong", M=2048, N=2048, K=1024).as_dict()
+    a = _predict("gemm_ws_pingpong", M=2048, N=2048, K=1024).to_dict()
+    b = _predict("gemm_ws_pingpong", M=2048, N=2048, K=1024).to_dict()
     a.pop("sim"), b.pop("sim")
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
@@ -142,28 +142,32 @@ def test_deadlock_is_reported_not_hung(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     )
-    assert proc.returncode == 4  # the documented exit status of a deadlock
+    assert proc.returncode == 4  # deadlock
     assert "deadlock" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize(
-    ("args", "pattern"),
+    ("args", "pattern", "status"),
     [
-        (["gemm_ws_pingpong", "--set", "BN=256"], "h100 allows 227 KiB per block"),
-        (["gemm_ws_pingpong", "--arch", "a100", "--set", "STAGES=4"], "wgmma does not exist on a100"),
-        (["gemm_ws_pingpong", "--set", "STAGS=4"], "unknown parameter 'STAGS'; did you mean 'STAGES'"),
-        (["gemm_ws_pingpong", "--set", "BM=BQ"], "unknown symbol 'BQ'"),
-        (["gemm_pingpong", "--arch", "h100"], "did you mean 'gemm_ws_pingpong'"),
-        (["gemm_ws_pingpong", "--set", "MATH_REGS=256"], "asks 256 registers per thread > 255"),
-        (["gemm_ws_pingpong", "--set", "MATH_REGS=248"], "needs 68,608 registers per CTA > 65,536 per block"),
-        (["gemm_tcgen05", "--arch", "h100"], "tcgen05 does not exist on h100"),
+        (["gemm_ws_pingpong", "--set", "BN=256"], "h100 allows 227 KiB per block", 3),
+        (["gemm_ws_pingpong", "--arch", "a100", "--set", "STAGES=4"], "wgmma does not exist on a100", 3),
+        (["gemm_ws_pingpong", "--set", "STAGS=4"], "unknown parameter 'STAGS'; did you mean 'STAGES'", 2),
+        (["gemm_ws_pingpong", "--set", "BM=BQ"], "unknown symbol 'BQ'", 2),
+        (["gemm_pingpong", "--arch", "h100"], "did you mean 'gemm_ws_pingpong'", 2),
+        (["gemm_ws_pingpong", "--set", "MATH_REGS=256"], "asks 256 registers per thread > 255", 3),
+        (
+            ["gemm_ws_pingpong", "--set", "MATH_REGS=248"],
+            "needs 68,608 registers per CTA > 65,536 per block",
+            3,
+        ),
+        (["gemm_tcgen05", "--arch", "h100"], "tcgen05 does not exist on h100", 3),
     ],
 )
-def test_refusals_are_one_line_with_exit_status_2(args: list[str], pattern: str) -> None:
-    """Refusals and bad requests: one clear line on stderr, exit status 2, no traceback."""
+def test_refusals_are_one_line_with_their_exit_status(args: list[str], pattern: str, status: int) -> None:
+    """Refusals (exit 3) and bad requests (exit 2): one clear line on stderr, no traceback."""
     proc = subprocess.run([sys.executable, "-m", "gpusim", "predict", *args], capture_output=True, text=True)
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == status, proc.stderr
     assert pattern in proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

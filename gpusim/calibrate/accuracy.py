@@ -44,6 +44,18 @@ def _f(x: Any) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
+def _timeout_note(results: list[Any], summary: dict[str, Any]) -> str:
+    limit = summary.get("row_timeout_s")
+    timed_out = sum(1 for r in results if r.skipped and "took over" in r.skipped)
+    if not limit:
+        return "No per-row time limit: every predictable row was predicted."
+    return (
+        f"{timed_out} rows were skipped because their prediction took longer than the {limit:g} s "
+        f"wall-clock row limit (`--row-timeout`); that count depends on the machine's speed and load, "
+        f"the rest of the report does not ({summary.get('jobs')} processes, {summary.get('wall_s')} s)."
+    )
+
+
 def accuracy_markdown(results: list[Any], summary: dict[str, Any], files: list[str]) -> str:
     """The report: how to regenerate it, errors per arch and family, per family, and skip reasons."""
     names = " ".join(sorted(Path(f).name for f in files))
@@ -60,6 +72,8 @@ def accuracy_markdown(results: list[Any], summary: dict[str, Any], files: list[s
         f"Costs: **{costs}**. Inputs: {names}. {summary['rows']} measured rows, {summary['predicted']} predicted, "
         f"{summary['skipped']} skipped (reasons below). Error = |predicted - measured| / measured; bias = "
         "median signed error (positive: predicted slower).",
+        "",
+        _timeout_note(results, summary),
         "",
         "## Per arch and schedule family",
         "",

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+import re
 import time
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from gpusim.arch import Arch
@@ -31,23 +34,66 @@ class PartPrediction:
     chosen: tuple[str, tuple[tuple[str, Any], ...]] | None = None
 
 
-def problem_for(schedule: str, m: Measurement) -> dict[str, Any]:
-    """The overrides a schedule takes from the row: problem columns, dtype and known params."""
+_PARAM_LIKE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+"""Upper-case keys in ``params`` are schedule parameters (BM, STAGES); lower-case ones may describe the run."""
+
+
+def _symbols(schedule: str) -> tuple[set[str], dict[str, str]]:
+    """(problem and param names, aliases) of a schedule; auto takes the GEMM problem keys."""
     from gpusim.api import problem_keys
     from gpusim.schedule.load import read_spec
 
+    if schedule.startswith("auto"):
+        return set(problem_keys(schedule)), {}
+    spec = read_spec(schedule)
+    return set(spec.problem) | set(spec.params), dict(spec.aliases)
+
+
+@cache
+def parameter_vocabulary() -> frozenset[str]:
+    """Every problem and param name (and alias) of the built-in schedules."""
+    from gpusim.schedule.load import builtin_schedule_names
+
+    names: set[str] = set()
+    for name in builtin_schedule_names():
+        symbols, aliases = _symbols(name)
+        names |= symbols | set(aliases)
+    return frozenset(names)
+
+
+def problem_for(schedule: str, m: Measurement) -> dict[str, Any]:
+    """The overrides a schedule takes from the row: problem columns, dtype and params.
+
+    A ``params`` key that names a parameter (an upper-case key, or any built-in schedule's symbol) which
+    this schedule does not have makes the row unpredictable: it is skipped naming the key and the closest
+    known one, never predicted as the default tile. Aliases (DeepGEMM's BLOCK_M) map to their symbol."""
     values: dict[str, Any] = dict(m.dims)
     if "causal" in values:
         values["causal"] = int(values["causal"])
     if m.dtype:
         values["dtype"] = m.dtype
-    values.update(m.params)
-    if schedule.startswith("auto"):
-        keys = set(problem_keys(schedule))
-    else:
-        spec = read_spec(schedule)
-        keys = set(spec.problem) | set(spec.params)
+    keys, aliases = _symbols(schedule)
+    for key, value in m.params.items():
+        name = aliases.get(key, key)
+        if name in keys:
+            values[name] = value
+        elif _PARAM_LIKE.match(key) or key in parameter_vocabulary():
+            close = difflib.get_close_matches(key, sorted(keys | set(aliases)), n=1, cutoff=0.0)
+            hint = f"; the closest it has is '{close[0]}'" if close else ""
+            raise Skip(f"{schedule} has no parameter '{key}' (params {key}={value}){hint}")
     return {k: v for k, v in values.items() if k in keys}
+
+
+def ignored_columns(m: Measurement) -> list[str]:
+    """Problem columns (and dtype) of the row that its schedules do not use (they describe the measurement)."""
+    used: set[str] = set()
+    try:
+        for name in (s.strip() for s in m.schedule.split("+") if s.strip()):
+            used |= _symbols(name)[0]
+    except GpusimError:
+        return []
+    columns = [*m.dims, *(["dtype"] if m.dtype else [])]
+    return [c for c in columns if c not in used]
 
 
 def _cal_key(arch: Arch) -> tuple[Any, ...]:

@@ -17,7 +17,7 @@ from gpusim.api import load_arch
 from gpusim.arch import Arch, resolve_arch_id
 from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement, read_measurements
-from gpusim.calibrate.predictor import Predictor, Skip
+from gpusim.calibrate.predictor import Predictor, Skip, ignored_columns
 from gpusim.calibrate.stats import error_pct, error_stats
 from gpusim.errors import InputError, UnknownNameError
 
@@ -60,6 +60,7 @@ class RowResult:
             "error_pct": None if err is None else round(err, 2),
             "costs": self.costs,
             "skipped": self.skipped,
+            "ignored_columns": ignored_columns(self.m),
         }
 
 

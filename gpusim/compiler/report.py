@@ -10,6 +10,7 @@ from rich.text import Text
 from gpusim.compiler.build import BuildReport, KernelReport
 from gpusim.compiler.check import CheckReport
 from gpusim.compiler.demangle import short_name
+from gpusim.compiler.sass import Loop, instruction_class
 
 _MIX_CLASSES = (
     "tensor",
@@ -62,9 +63,7 @@ def resources_tables(
             assert k.sass is not None
             whole = k.sass.mix
             mix.add_row(short_name(k.name, 40), *(str(whole.classes.get(c, 0)) for c in _MIX_CLASSES), _key_opcodes(whole.opcodes))  # fmt: skip
-            for loop in k.sass.innermost_loops():
-                if loop.is_wait:
-                    continue
+            for loop in _key_loops(k):
                 m = loop.mix
                 mix.add_row(f"  loop 0x{loop.start:04x}-0x{loop.end:04x}", *(str(m.classes.get(c, 0)) for c in _MIX_CLASSES),
                             _key_opcodes(m.opcodes))  # fmt: skip
@@ -72,8 +71,19 @@ def resources_tables(
     return tables
 
 
+def _key_loops(kernel: KernelReport, fallback: int = 3) -> list[Loop]:
+    """The innermost compute loops worth a row: those with tensor, TMA or SFU instructions, else the
+    ``fallback`` largest (the JSON output lists every loop)."""
+    assert kernel.sass is not None
+    loops = [loop for loop in kernel.sass.innermost_loops() if not loop.is_wait]
+    key = [loop for loop in loops if any(c in loop.mix.classes for c in ("tensor", "tma", "sfu"))]
+    return key or sorted(loops, key=lambda loop: -loop.mix.instructions)[:fallback]
+
+
 def _key_opcodes(opcodes: dict[str, int], limit: int = 4) -> str:
-    keys = [(op, n) for op, n in opcodes.items() if op.split(".")[0] not in {"IMAD", "IADD3", "MOV", "LOP3", "ISETP", "BRA", "NOP"}]  # fmt: skip
+    keys = [
+        (op, n) for op, n in opcodes.items() if instruction_class(op) not in {"integer", "other", "control"}
+    ]
     return ", ".join(f"{op} {n}" for op, n in keys[:limit])
 
 

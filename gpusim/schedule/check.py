@@ -8,9 +8,10 @@ from typing import Any
 from gpusim.arch import Arch
 from gpusim.errors import InputError, ScheduleRefused, UnknownNameError
 from gpusim.schedule.expr import ExprError
-from gpusim.schedule.ir import Schedule
+from gpusim.schedule.ir import Role, Schedule
 from gpusim.schedule.program import walk
 from gpusim.schedule.protocols import check_protocols
+from gpusim.schedule.symbols import check_symbols
 
 MBARRIER_BYTES = 8
 
@@ -53,10 +54,78 @@ def _buffer_users(sched: Schedule) -> dict[str, set[str]]:
     users: dict[str, set[str]] = {b: set() for b in sched.buffers}
     for role in sched.roles.values():
         for stmt, _ in walk(role.program):
-            buf = stmt.args.get("buf")
+            buf = getattr(stmt.args, "buf", None)
             if buf is not None:
                 users.setdefault(buf, set()).add(role.name)
     return users
+
+
+def smem_bytes_per_cta(sched: Schedule) -> int:
+    """Shared memory of one CTA: every smem buffer's stages (per replica where asked) plus the full/empty
+    mbarriers of its protocol."""
+    users = _buffer_users(sched)
+    smem = 0
+    for b in sched.buffers.values():
+        if b.space != "smem" or b.alias is not None:
+            continue
+        copies = 1
+        if b.per == "replica":
+            copies = max(
+                (sched.roles[r].replicas for r in users.get(b.name, ()) if r in sched.roles), default=1
+            )
+        smem += b.bytes * b.stages * copies
+        if b.has_protocol:
+            smem += 2 * MBARRIER_BYTES * b.stages * max(1, b.chunks)
+    return smem
+
+
+def _role_register_need(sched: Schedule, role: Role) -> tuple[int, int]:
+    """(registers of the role's register buffers, registers per thread they need)."""
+    rmem = sum(b.bytes // 4 for b in sched.buffers.values() if b.space == "rmem" and b.role == role.name)
+    return rmem, (-(-rmem // (role.warps * 32)) if rmem else 0)
+
+
+def registers_per_cta(sched: Schedule, arch: Arch) -> tuple[int, int]:
+    """(registers one CTA allocates, the largest per-thread count of its roles): a role's ``regs`` (or what
+    its register buffers need, if more), warpgroup-granular under setmaxnreg."""
+    regs_cta = 0
+    max_regs = 0
+    for role in sched.roles.values():
+        regs = max(role.regs or 0, _role_register_need(sched, role)[1])
+        max_regs = max(max_regs, regs)
+        warps_alloc = (
+            -(-role.warps // 4) * 4 if arch.features.setmaxnreg and role.regs is not None else role.warps
+        )
+        regs_cta += warps_alloc * 32 * regs * role.replicas
+    return regs_cta, max_regs
+
+
+def tmem_cols_per_cta(sched: Schedule, arch: Arch) -> int:
+    """TMEM columns one CTA allocates (each allocation a power of two, at least the arch's minimum)."""
+    sm = arch.sm
+    return sum(
+        _pow2_at_least(b.cols * b.stages, sm.tmem.min_alloc_columns if sm.tmem else 32)
+        for b in sched.buffers.values()
+        if b.space == "tmem" and b.alias is None
+    )
+
+
+def max_ctas_per_sm(sched: Schedule, arch: Arch) -> int:
+    """Occupancy: the most CTAs per SM that the registers, shared memory, threads/warps, TMEM columns and
+    the arch's CTA limit allow (at least 1; a CTA that does not fit at all is refused by the check)."""
+    sm = arch.sm
+    limits = [sm.max_ctas_per_sm]
+    smem = smem_bytes_per_cta(sched) + sm.smem_reserved_bytes_per_block
+    limits.append(sm.smem_bytes_per_sm // smem if smem else sm.max_ctas_per_sm)
+    regs, _ = registers_per_cta(sched, arch)
+    if regs:
+        limits.append(sm.registers_per_sm // regs)
+    warps = sched.threads_per_cta // 32
+    limits.append(sm.max_warps_per_sm // max(1, warps))
+    tmem = tmem_cols_per_cta(sched, arch)
+    if tmem and sm.tmem:
+        limits.append(sm.tmem.columns // tmem)
+    return max(1, min(limits))
 
 
 def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
@@ -74,6 +143,9 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
             raise UnknownNameError(
                 "buffer", b.alias, sched.buffers, where=f"{sched.name}: buffers.{name}.alias"
             )
+        if b.space == "rmem" and b.role not in sched.roles:
+            raise UnknownNameError("role", str(b.role), sched.roles, where=f"{sched.name}: buffers.{name}.role "
+                                   "(a register buffer names the role whose registers hold it)")  # fmt: skip
     for name, bar in sched.barriers.items():
         if bar.kind == "turnstile" and bar.members not in sched.roles:
             raise UnknownNameError(
@@ -82,18 +154,10 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
         if bar.kind == "named" and bar.warps < 1:
             raise InputError(f"{sched.name}: barriers.{name}.warps: a named barrier needs warps >= 1")
     check_protocols(sched)
+    check_symbols(sched)
 
     # shared memory
-    smem = 0
-    for b in sched.buffers.values():
-        if b.space != "smem" or b.alias is not None:
-            continue
-        copies = 1
-        if b.per == "replica":
-            copies = max((sched.roles[r].replicas for r in users.get(b.name, ())), default=1)
-        smem += b.bytes * b.stages * copies
-        if b.has_protocol:
-            smem += 2 * MBARRIER_BYTES * b.stages * max(1, b.chunks)
+    smem = smem_bytes_per_cta(sched)
     limit_block = sm.smem_bytes_per_block
     if smem > limit_block:
         raise _fail(sched, arch, f"needs {smem / 1024:.1f} KiB shared memory per CTA, {arch.id} allows "
@@ -104,13 +168,8 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
                                  f"{arch.id} has {sm.smem_bytes_per_sm / 1024:.0f} KiB per SM")  # fmt: skip
 
     # registers
-    regs_cta = 0
-    max_regs = 0
     for role in sched.roles.values():
-        regs = role.regs if role.regs is not None else 0
-        rmem = sum(b.bytes // 4 for b in sched.buffers.values() if b.space == "rmem" and b.role == role.name)
-        threads = role.warps * 32
-        needed = -(-rmem // threads) if rmem else 0
+        rmem, needed = _role_register_need(sched, role)
         if needed > sm.max_registers_per_thread:
             raise _fail(sched, arch, f"role '{role.name}' holds {rmem:,} registers of register buffers = {needed} "
                                      f"registers per thread > {sm.max_registers_per_thread}")  # fmt: skip
@@ -118,14 +177,10 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
             raise _fail(sched, arch, f"role '{role.name}' asks {role.regs} registers per thread > "
                                      f"{sm.max_registers_per_thread}")  # fmt: skip
         if role.regs is not None and needed > role.regs:
-            raise _fail(sched, arch, f"role '{role.name}' register buffers need {needed} registers per thread, "
-                                     f"more than its {role.regs}")  # fmt: skip
-        regs = max(regs, needed)
-        max_regs = max(max_regs, regs)
-        warps_alloc = (
-            -(-role.warps // 4) * 4 if arch.features.setmaxnreg and role.regs is not None else role.warps
-        )
-        regs_cta += warps_alloc * 32 * regs * role.replicas
+            raise _fail(sched, arch, f"role '{role.name}' register buffers need {needed} registers per thread "
+                                     f"({rmem:,} registers over {role.warps * 32} threads), more than its "
+                                     f"{role.regs}")  # fmt: skip
+    regs_cta, max_regs = registers_per_cta(sched, arch)
     regs_sm = regs_cta * launch.ctas_per_sm
     if regs_cta > sm.max_registers_per_block:
         raise _fail(
@@ -136,11 +191,7 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
                                  f"{sm.registers_per_sm:,} per SM")  # fmt: skip
 
     # tensor memory
-    tmem_cols = sum(
-        _pow2_at_least(b.cols * b.stages, sm.tmem.min_alloc_columns if sm.tmem else 32)
-        for b in sched.buffers.values()
-        if b.space == "tmem" and b.alias is None
-    )
+    tmem_cols = tmem_cols_per_cta(sched, arch)
     tmem_limit = sm.tmem.columns if sm.tmem else 0
     if tmem_cols and not sm.tmem:
         raise _fail(
@@ -208,9 +259,9 @@ def _check_ops(sched: Schedule, arch: Arch) -> None:
             raise ScheduleRefused(
                 f"{where}: cp.async does not exist on {arch.id} (sm_{arch.sm_version}; needs sm_80)"
             )
-        if stmt.op == "tma_load" and "multicast" in stmt.args:
-            mc = _try_eval(stmt.args["multicast"], env)
-            if mc is not None and mc > 1 and "operand" not in stmt.args:
+        if stmt.op == "tma_load":
+            mc = 1 if stmt.args.multicast is None else _try_eval(stmt.args.multicast, env)
+            if mc is not None and mc > 1 and stmt.args.operand is None:
                 raise InputError(f"{where}: a multicast load needs 'operand' (which CTAs share it follows from "
                                  "the operand's key)")  # fmt: skip
             if mc is not None and mc > 1 and (not feats.tma_multicast or launch.cluster_size < mc):
@@ -228,7 +279,8 @@ def _try_eval(expr: Any, env: dict[str, Any]) -> Any:
 
 
 def _check_mma(sched: Schedule, arch: Arch, stmt: Any, env: dict[str, Any], where: str) -> None:
-    unit_name = stmt.args["unit"]
+    args = stmt.args
+    unit_name = args.unit
     unit = arch.tensor_cores.unit(unit_name)
     needs = {"wgmma": "sm_90a", "tcgen05": "sm_100a", "mma_sync": "sm_70"}.get(unit_name)
     if needs is None:
@@ -237,20 +289,20 @@ def _check_mma(sched: Schedule, arch: Arch, stmt: Any, env: dict[str, Any], wher
         raise ScheduleRefused(
             f"{where}: {unit_name} does not exist on {arch.id} (sm_{arch.sm_version}; needs {needs})"
         )
-    dtype_name = sched.mma_dtype(stmt.args.get("dtype"), env)
+    dtype_name = sched.mma_dtype(args.dtype, env)
     spec = unit.dtypes.get(dtype_name)
     if spec is None:
         raise ScheduleRefused(f"{where}: {unit_name} on {arch.id} has no {dtype_name} path (supported: "
                               f"{', '.join(unit.dtypes)})")  # fmt: skip
-    a_from = stmt.args.get("a")
+    a_from = args.a
     if a_from is not None and a_from not in spec.a_from:
         raise ScheduleRefused(f"{where}: {unit_name} {dtype_name} cannot read A from {a_from} (allowed: "
                               f"{', '.join(spec.a_from)})")  # fmt: skip
-    cta_group = _try_eval(stmt.args["cta_group"], env) if "cta_group" in stmt.args else 1
+    cta_group = 1 if args.cta_group is None else _try_eval(args.cta_group, env)
     if cta_group == 2 and (unit_name != "tcgen05" or 2 not in unit.cta_groups or not sched.launch.cta_pair):
         raise ScheduleRefused(f"{where}: cta_group 2 needs tcgen05 with 2-CTA support and launch.cta_pair")
     for operand in ("a", "b"):
-        major = sched.mma_dtype(stmt.args.get(f"{operand}_major", "k"), env)
+        major = sched.mma_dtype(getattr(args, f"{operand}_major"), env)
         if major not in ("k", "mn"):
             raise InputError(f"{where}: {operand}_major must be k or mn, got {major!r}")
         if major == "mn" and spec.k_major_only and not (operand == "a" and a_from == "rmem"):
@@ -258,9 +310,11 @@ def _check_mma(sched: Schedule, arch: Arch, stmt: Any, env: dict[str, Any], wher
                                   f"memory (only 16-bit types may be MN-major); {operand.upper()} is MN-major — transpose "
                                   "it first")  # fmt: skip
     _check_block_scale(stmt, env, where, unit_name, dtype_name, spec, arch)
-    if "instr" in stmt.args:
-        shape = [_try_eval(e, env) for e in stmt.args["instr"]]
-        if None not in shape and len(shape) == 3 and not spec.allows_shape(*(int(v) for v in shape)):
+    if args.instr == "auto":
+        auto_instr_shape(spec, args, env, where, f"{unit_name} {dtype_name} on {arch.id}")
+    elif args.instr is not None:
+        shape = [_try_eval(e, env) for e in args.instr]
+        if None not in shape and not spec.allows_shape(*(int(v) for v in shape)):
             legal = "; ".join(s.describe() for s in spec.shapes)
             raise ScheduleRefused(f"{where}: {unit_name} {dtype_name} instruction shape "
                                   f"m{shape[0]}n{shape[1]}k{shape[2]} is not legal on {arch.id} (legal: {legal})")  # fmt: skip
@@ -270,9 +324,9 @@ def _check_block_scale(stmt: Any, env: dict[str, Any], where: str, unit_name: st
                        arch: Arch) -> None:  # fmt: skip
     """Block-scaled MMA (mxfp8, mxfp6, mxfp4, nvfp4) needs the arch's scale-vector size and scale format;
     other dtypes take no scales."""
-    vec = _try_eval(stmt.args["scale_vec"], env) if "scale_vec" in stmt.args else None
+    vec = _try_eval(stmt.args.scale_vec, env) if stmt.args.scale_vec is not None else None
     vec = None if vec in (None, 0) else int(vec)
-    raw_fmt = stmt.args.get("scale_dtype")
+    raw_fmt = stmt.args.scale_dtype
     fmt = None if raw_fmt is None else str(env.get(raw_fmt, raw_fmt))
     fmt = None if fmt in ("", "none") else fmt
     rule = spec.block_scale
@@ -286,3 +340,29 @@ def _check_block_scale(stmt: Any, env: dict[str, Any], where: str, unit_name: st
         got = f"scale_vec {vec if vec is not None else 'missing'} with {fmt or 'no'} scales"
         raise ScheduleRefused(f"{where}: {dtype_name} on {arch.id} needs scale_vec {legal} with {rule.scale_dtype} "
                               f"scales (one scale per {legal} K elements), got {got}")  # fmt: skip
+
+
+def auto_instr_shape(
+    spec: Any, args: Any, env: dict[str, Any], where: str, what: str
+) -> tuple[int, int, int]:
+    """``instr: auto``: the legal instruction shape with the largest m x n x k that divides the op's
+    M x N x K (an mma's work is whole instructions); refused when none does."""
+    mnk = [_try_eval(e, env) for e in args.mnk]
+    if None in mnk:  # depends on loop symbols: any legal shape is assumed to fit
+        mnk = [0, 0, 0]
+    m, n, k = (int(v) for v in mnk)
+    best: tuple[int, int, int] | None = None
+    for family in spec.shapes:
+        for sm_ in family.m:
+            for sn in family.n_values():
+                for sk in family.k:
+                    fits = all(
+                        extent == 0 or extent % size == 0 for extent, size in ((m, sm_), (n, sn), (k, sk))
+                    )
+                    if fits and (best is None or sm_ * sn * sk > best[0] * best[1] * best[2]):
+                        best = (sm_, sn, sk)
+    if best is None:
+        legal = "; ".join(s.describe() for s in spec.shapes)
+        raise ScheduleRefused(f"{where}: instr: auto finds no {what} instruction shape dividing "
+                              f"{m}x{n}x{k} (legal: {legal})")  # fmt: skip
+    return best

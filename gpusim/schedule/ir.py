@@ -27,6 +27,8 @@ class Buffer:
     per: str
     alias: str | None
     role: str | None
+    max_stages: int | None = None
+    """Cap on ``stages: fit``."""
 
     @property
     def has_protocol(self) -> bool:
@@ -75,6 +77,8 @@ class Launch:
     cluster: tuple[int, int, int]
     cta_pair: bool
     ctas_per_sm: int
+    ctas_pinned: bool
+    """Whether the schedule pinned ctas_per_sm (else it was computed from the budgets)."""
     persistent: bool
     scheduler: str
     raster: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -10,16 +11,20 @@ from pydantic import ValidationError
 
 from gpusim.arch import Arch
 from gpusim.dtypes import bytes_per_element, canonical_dtype
-from gpusim.errors import InputError, LimitExceeded, UnknownNameError, format_validation_error, quote
+from gpusim.errors import (
+    InputError,
+    LimitExceeded,
+    ScheduleRefused,
+    UnknownNameError,
+    format_validation_error,
+    quote,
+)
 from gpusim.resources import builtin_dir
 from gpusim.schedule.expr import Expr, ExprError, as_expr
 from gpusim.schedule.ir import Barrier, Buffer, Launch, Operand, Role, Schedule
-from gpusim.schedule.program import parse_program
+from gpusim.schedule.program import Stmt, compile_program
 from gpusim.schedule.schema import ScheduleSpec
 from gpusim.yamlio import parse_yaml_text, read_yaml_mapping
-
-PROTOCOL_PRODUCERS = frozenset({"tma", "umma", "threads", "cp_async", "clc"})
-PROTOCOL_CONSUMERS = frozenset({"threads", "umma", "manual"})
 
 
 def schedules_dir() -> Path:
@@ -42,6 +47,30 @@ def schedule_path(name_or_path: str) -> Path:
     return schedules_dir() / f"{name_or_path}.yaml"
 
 
+class _CleanedErrors:
+    """A ValidationError whose locations drop the union tag pydantic repeats before a statement's op key."""
+
+    def __init__(self, exc: ValidationError) -> None:
+        self._errors = exc.errors()
+
+    def errors(self) -> list[dict[str, Any]]:
+        out = []
+        for error in self._errors:
+            loc = list(error["loc"])
+            loc = [item for i, item in enumerate(loc) if not (i + 1 < len(loc) and loc[i + 1] == item)]
+            loc = [("for" if item == "for_" else item) for item in loc]
+            out.append({**error, "loc": tuple(loc)})
+        return out
+
+
+def validate_spec(data: dict[str, Any], source: str) -> ScheduleSpec:
+    """Validate a schedule mapping (composition already applied), with one-line errors naming ``source``."""
+    try:
+        return ScheduleSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(format_validation_error(source, _CleanedErrors(exc))) from None  # type: ignore[arg-type]
+
+
 def read_spec(name_or_path: str | Path) -> ScheduleSpec:
     """The parsed, unresolved schedule of a built-in name or YAML path (problem, params, defaults)."""
     return _read_spec(schedule_path(str(name_or_path)))
@@ -49,11 +78,9 @@ def read_spec(name_or_path: str | Path) -> ScheduleSpec:
 
 @cache
 def _read_spec(path: Path) -> ScheduleSpec:
-    data = read_yaml_mapping(path)
-    try:
-        return ScheduleSpec.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(format_validation_error(str(path), exc)) from None
+    from gpusim.schedule.compose import compose
+
+    return validate_spec(compose(read_yaml_mapping(path), path), str(path))
 
 
 MAX_PROBLEM_SIZE = 1 << 40
@@ -106,20 +133,42 @@ def _eval(expr: Any, env: dict[str, Any], where: str) -> Any:
         raise InputError(message if message.startswith(where) else f"{where}: {message}") from None
 
 
-def _int(value: Any, where: str) -> int:
+def _int(value: Any, where: str, minimum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(
             f"{where}: expected a whole number, got {quote(repr(value) if not isinstance(value, str) else value, 80)}"
         )
     if isinstance(value, float) and not value.is_integer():
         raise InputError(f"{where}: expected a whole number, got {value}")
+    if minimum is not None and value < minimum:
+        raise InputError(f"{where}: expected a whole number >= {minimum}, got {int(value)}")
     return int(value)
+
+
+def _num(raw: Any, env: dict[str, Any], where: str, minimum: int) -> int:
+    """Evaluate a whole-number field and check its range, naming the field."""
+    return _int(_eval(raw, env, where), where, minimum)
+
+
+def canonical_overrides(spec: ScheduleSpec, overrides: dict[str, Any], src: str) -> dict[str, Any]:
+    """Overrides with aliases (``aliases: {BLOCK_M: BM}``) replaced by the names they stand for."""
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        name = spec.aliases.get(key, key)
+        if name in out and out[name] != value:
+            raise InputError(f"{src}: '{key}' is an alias of '{name}', which is also given a different value")
+        out[name] = value
+    return out
 
 
 def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Path | None) -> Schedule:
     """Evaluate a parsed schedule against an arch and overrides."""
     src = str(path) if path else spec.schedule
     known = {*spec.problem, *spec.params}
+    for alias, target in spec.aliases.items():
+        if target not in known:
+            raise UnknownNameError("symbol", target, known, where=f"{src}: aliases.{alias}")
+    overrides = canonical_overrides(spec, overrides, src)
     for key in overrides:
         if key not in known:
             raise UnknownNameError("parameter", key, known, where=f"--set {key}")
@@ -135,6 +184,9 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
             where = f"{src}: {section}.{key}"
             if key == "dtype" or key.endswith("_dtype"):
                 env[key] = canonical_dtype(str(value))
+                continue
+            if value == "fit" and section == "params":  # STAGES: fit -- resolved with the buffer that uses it
+                env[key] = "fit"
                 continue
             if isinstance(value, str) and key in {"layout", "mode", "op"}:
                 env[key] = value
@@ -154,15 +206,12 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
             env["elem_bytes"] = bytes_per_element(env["dtype"])
     launch = _resolve_launch(spec, env, src)
     env["cluster_size"] = launch.cluster_size
-    buffers = {name: _resolve_buffer(name, b, env, src) for name, b in spec.buffers.items()}
     barriers = {
         name: Barrier(
             name=name,
             kind=b.kind,
-            warps=_int(_eval(b.warps, env, f"{src}: barriers.{name}.warps"), f"{src}: barriers.{name}.warps")
-            if b.warps is not None
-            else 0,
-            count=_int(_eval(b.count, env, f"{src}: barriers.{name}.count"), f"{src}: barriers.{name}.count"),
+            warps=_num(b.warps, env, f"{src}: barriers.{name}.warps", 1) if b.warps is not None else 0,
+            count=_num(b.count, env, f"{src}: barriers.{name}.count", 1),
             members=b.members,
         )
         for name, b in spec.barriers.items()
@@ -170,26 +219,22 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
     roles = {}
     for name, r in spec.roles.items():
         where = f"{src}: roles.{name}"
-        regs = None if r.regs is None else _int(_eval(r.regs, env, f"{where}.regs"), f"{where}.regs")
-        role_warps = _int(_eval(r.warps, env, f"{where}.warps"), f"{where}.warps")
-        if role_warps < 1:  # e.g. (BM // WM) * (BN // WN) with BM < WM: refuse it here, not as a deadlock
-            raise InputError(
-                f"{where}.warps: '{quote(r.warps, 80)}' gives {role_warps}; a role needs at least 1 warp"
-            )
+        regs = None if r.regs is None else _num(r.regs, env, f"{where}.regs", 1)
         roles[name] = Role(
             name=name,
-            warps=_int(_eval(r.warps, env, f"{where}.warps"), f"{where}.warps"),
+            warps=_num(r.warps, env, f"{where}.warps", 1),
             regs=regs,
-            replicas=_int(_eval(r.replicas, env, f"{where}.replicas"), f"{where}.replicas"),
+            replicas=_num(r.replicas, env, f"{where}.replicas", 1),
             cta=r.cta,
-            program=parse_program(r.program, f"{where}.program"),
+            program=compile_program(list(r.program), f"{where}.program"),
         )
+    buffers = {name: _resolve_buffer(name, b, env, src) for name, b in spec.buffers.items()}
     operands = {
         name: Operand(name=name, key=tuple(as_expr(k) for k in o.key), bytes=as_expr(o.bytes))
         for name, o in spec.operands.items()
     }
     metrics_dtype = canonical_dtype(spec.metrics.dtype) if spec.metrics.dtype else env["dtype"]
-    return Schedule(
+    sched = Schedule(
         name=spec.schedule,
         description=spec.description,
         reference_arch=spec.reference_arch,
@@ -209,6 +254,39 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
         symbols=(*spec.problem, *spec.params),
         problem_symbols=tuple(spec.problem),
     )
+    return _fit(sched, spec, arch, src)
+
+
+def _fit(sched: Schedule, spec: ScheduleSpec, arch: Arch, src: str) -> Schedule:
+    """Resolve ``stages: fit`` (as many stages as the shared memory left allows) and ``ctas_per_sm: auto``
+    (as many CTAs as every budget allows)."""
+    from gpusim.schedule.check import max_ctas_per_sm, smem_bytes_per_cta
+
+    fitted = [name for name, b in sched.buffers.items() if b.stages == 0]
+    if len(fitted) > 1:
+        raise InputError(f"{src}: buffers {', '.join(fitted)}: only one buffer may have stages: fit")
+    if fitted:
+        name = fitted[0]
+        buf = sched.buffers[name]
+        if buf.space != "smem":
+            raise InputError(f"{src}: buffers.{name}.stages: fit applies to shared-memory buffers only")
+        one = replace(buf, stages=1)
+        base = smem_bytes_per_cta(replace(sched, buffers={**sched.buffers, name: replace(buf, stages=0)}))
+        per_stage = smem_bytes_per_cta(replace(sched, buffers={**sched.buffers, name: one})) - base
+        room = arch.sm.smem_bytes_per_block - base
+        stages = room // per_stage if per_stage > 0 else 1
+        if buf.max_stages is not None:
+            stages = min(stages, buf.max_stages)
+        if stages < 1:
+            raise ScheduleRefused(f"{sched.name} on {arch.id}: buffers.{name}: stages: fit finds no room for one "
+                                  f"stage of {per_stage / 1024:.1f} KiB ({room / 1024:.1f} KiB of shared memory left "
+                                  "after the other buffers)")  # fmt: skip
+        env = {**sched.env, **{k: stages for k, v in sched.env.items() if v == "fit"}}
+        sched = replace(sched, buffers={**sched.buffers, name: replace(buf, stages=stages)}, env=env)
+    sched = _resolve_auto_instr(sched, arch)
+    if sched.launch.ctas_per_sm == 0:
+        sched = replace(sched, launch=replace(sched.launch, ctas_per_sm=max_ctas_per_sm(sched, arch)))
+    return sched
 
 
 def _check_problem_sizes(spec: ScheduleSpec, env: dict[str, Any], src: str) -> None:
@@ -260,34 +338,28 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
         if extent < 1:
             raise InputError(f"{src}: launch.grid.{dim}: extent must be >= 1, got {extent}")
         grid.append((dim, extent))
-    cluster = [_int(_eval(c, env, f"{src}: launch.cluster"), f"{src}: launch.cluster") for c in ls.cluster]
+    cluster = [_num(c, env, f"{src}: launch.cluster[{i}]", 1) for i, c in enumerate(ls.cluster)]
     cluster = ([*cluster, 1, 1, 1])[:3]
-    if min(cluster) < 1:
-        raise InputError(f"{src}: launch.cluster: every extent must be >= 1, got {cluster}")
     sch = ls.scheduler
-    parts = (
-        None if sch.parts is None else _int(_eval(sch.parts, env, f"{src}: launch.scheduler.parts"), "parts")
-    )
-    _check_launch_size(
-        grid, max(1, _int(_eval(sch.splits, env, f"{src}: launch.scheduler.splits"), "splits")), src
-    )
-    ctas_per_sm = _int(_eval(ls.ctas_per_sm, env, f"{src}: launch.ctas_per_sm"), f"{src}: launch.ctas_per_sm")
-    if ctas_per_sm < 1:
-        raise InputError(f"{src}: launch.ctas_per_sm: must be >= 1, got {ctas_per_sm}")
+    parts = None if sch.parts is None else _num(sch.parts, env, f"{src}: launch.scheduler.parts", 1)
+    pinned = ls.ctas_per_sm != "auto"
+    ctas_per_sm = _num(ls.ctas_per_sm, env, f"{src}: launch.ctas_per_sm", 1) if pinned else 0
+    _check_launch_size(grid, _num(sch.splits, env, f"{src}: launch.scheduler.splits", 1), src)
     return Launch(
         grid=tuple(grid),
         fields={k: as_expr(v) for k, v in ls.fields.items()},
         cluster=(cluster[0], cluster[1], cluster[2]),
         cta_pair=_bool(_eval(ls.cta_pair, env, f"{src}: launch.cta_pair"), f"{src}: launch.cta_pair"),
         ctas_per_sm=ctas_per_sm,
+        ctas_pinned=pinned,
         persistent=ls.persistent,
         scheduler=sch.kind,
         raster=sch.raster,
-        swizzle=max(1, _int(_eval(sch.swizzle, env, f"{src}: launch.scheduler.swizzle"), "swizzle")),
-        splits=max(1, _int(_eval(sch.splits, env, f"{src}: launch.scheduler.splits"), "splits")),
+        swizzle=_num(sch.swizzle, env, f"{src}: launch.scheduler.swizzle", 1),
+        splits=_num(sch.splits, env, f"{src}: launch.scheduler.splits", 1),
         parts=parts,
-        fixed_overhead_blocks=_int(
-            _eval(sch.fixed_overhead_blocks, env, f"{src}: scheduler"), "fixed_overhead"
+        fixed_overhead_blocks=_num(
+            sch.fixed_overhead_blocks, env, f"{src}: launch.scheduler.fixed_overhead_blocks", 0
         ),
     )
 
@@ -296,29 +368,27 @@ def _resolve_buffer(name: str, b: Any, env: dict[str, Any], src: str) -> Buffer:
     where = f"{src}: buffers.{name}"
     producer = consumer = None
     if b.protocol is not None:
-        left, sep, right = b.protocol.replace(" ", "").partition("->")
-        if not sep or left not in PROTOCOL_PRODUCERS or right not in PROTOCOL_CONSUMERS:
-            raise InputError(
-                f"{where}.protocol: '{b.protocol}' is not a protocol; expected producer->consumer with producer in "
-                f"{sorted(PROTOCOL_PRODUCERS)} and consumer in {sorted(PROTOCOL_CONSUMERS)}"
-            )
-        producer, consumer = left, right
-    stages = _int(_eval(b.stages, env, f"{where}.stages"), f"{where}.stages")
-    if not 1 <= stages <= MAX_STAGES:
-        raise InputError(f"{where}.stages: must be between 1 and {MAX_STAGES}, got {stages}")
+        producer, _, consumer = b.protocol.partition("->")
+    if b.stages != "fit" and env.get(str(b.stages)) != "fit":
+        stages = _num(b.stages, env, f"{where}.stages", 1)
+        if stages > MAX_STAGES:
+            raise InputError(f"{where}.stages: must be between 1 and {MAX_STAGES}, got {stages}")
     return Buffer(
         name=name,
         space=b.space,
-        stages=stages,
-        bytes=_int(_eval(b.bytes, env, f"{where}.bytes"), f"{where}.bytes"),
-        cols=_int(_eval(b.cols, env, f"{where}.cols"), f"{where}.cols"),
-        chunks=_int(_eval(b.chunks, env, f"{where}.chunks"), f"{where}.chunks"),
+        stages=0
+        if b.stages == "fit" or env.get(str(b.stages)) == "fit"
+        else _num(b.stages, env, f"{where}.stages", 1),
+        bytes=_num(b.bytes, env, f"{where}.bytes", 0),
+        cols=_num(b.cols, env, f"{where}.cols", 0),
+        chunks=_num(b.chunks, env, f"{where}.chunks", 1),
         producer=producer,
         consumer=consumer,
         scope=b.scope,
         per=b.per,
         alias=b.alias,
         role=b.role,
+        max_stages=None if b.max_stages is None else _num(b.max_stages, env, f"{where}.max_stages", 1),
     )
 
 
@@ -332,3 +402,27 @@ __all__ = [
     "schedule_path",
     "schedules_dir",
 ]
+
+
+def _resolve_auto_instr(sched: Schedule, arch: Arch) -> Schedule:
+    """``instr: auto`` replaced by the arch's shape (see check.auto_instr_shape) where the unit, dtype and
+    M x N x K are known now; elsewhere it stays ``auto`` and the check resolves or refuses it."""
+    from gpusim.schedule.check import auto_instr_shape
+
+    def resolve_stmt(stmt: Stmt) -> Stmt:
+        body = tuple(resolve_stmt(s) for s in stmt.body)
+        args = stmt.args
+        if stmt.op == "mma" and args.instr == "auto":
+            unit = arch.tensor_cores.unit(args.unit)
+            spec = unit.dtypes.get(sched.mma_dtype(args.dtype, sched.env)) if unit is not None else None
+            if spec is not None and all(e.names <= set(sched.env) for e in args.mnk):
+                shape = auto_instr_shape(spec, args, dict(sched.env), stmt.where, f"{args.unit} on {arch.id}")
+                args = args.model_copy(update={"instr": tuple(Expr(v) for v in shape)})
+        if body == stmt.body and args is stmt.args:
+            return stmt
+        return replace(stmt, args=args, body=body)
+
+    roles = {
+        name: replace(r, program=tuple(resolve_stmt(s) for s in r.program)) for name, r in sched.roles.items()
+    }
+    return replace(sched, roles=roles)

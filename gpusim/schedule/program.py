@@ -1,188 +1,661 @@
-"""Role programs: a closed set of ops parsed into frozen statements with compiled expressions."""
+"""Role programs: a closed set of ops, each a typed pydantic model, in a discriminated union.
+
+A statement in YAML is a mapping with exactly one op key (its arguments as the value) plus the
+optional modifiers ``if:`` (a guard), ``label:`` (a trace label) and, for the block ops ``tiles``,
+``for`` and ``turn``, a ``do:`` body. A few ops take a scalar shorthand (``acquire: ab`` means
+``acquire: {buf: ab}``) and ``syncthreads`` may be written bare. Validated statements are turned
+into :class:`Stmt`, whose ``args`` is the op's typed model: the interpreter reads typed fields and
+never parses text.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from gpusim.errors import InputError, UnknownNameError
-from gpusim.schedule.expr import Expr, ExprError, as_expr
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag, model_validator
 
-# op -> (primary argument for the scalar shorthand, {argument: kind}); kinds: expr, name, exprs, at, names
-OP_ARGS: dict[str, tuple[str | None, dict[str, str]]] = {
-    "tiles": (None, {"every": "expr", "offset": "expr"}),
-    "for": (None, {}),  # {var: count} or {var: [start, stop]}
-    "turn": ("name", {"name": "name"}),
-    "acquire": ("buf", {"buf": "name"}),
-    "commit": ("buf", {"buf": "name"}),
-    "wait": ("buf", {"buf": "name", "bar": "name", "chunk": "expr", "at": "at"}),
-    "release": ("buf", {"buf": "name", "keep": "expr"}),
-    "arrive": ("bar", {"bar": "name", "at": "at"}),
-    "sync": ("bar", {"bar": "name"}),
-    "syncthreads": (None, {}),
-    "wait_async": (None, {"queue": "name", "pending": "expr"}),
-    "tma_load": (None, {"buf": "name", "bytes": "expr", "operand": "name", "multicast": "expr",
-                        "chunk": "expr", "chunks": "exprs", "at": "at"}),
-    "tma_store": (None, {"buf": "name", "bytes": "expr"}),
-    "cp_async": (None, {"buf": "name", "bytes": "expr", "operand": "name"}),
-    "ldg": (None, {"bytes": "expr", "operand": "name"}),
-    "stg": (None, {"bytes": "expr"}),
-    "lds": (None, {"buf": "name", "bytes": "expr", "async": "expr"}),
-    "sts": (None, {"buf": "name", "bytes": "expr"}),
-    "mma": (None, {"unit": "name", "mnk": "exprs", "instr": "exprs", "a": "name", "dtype": "name",
-                   "cta_group": "expr", "acc": "name", "reads": "names",
-                   # operand majorness in smem (k | mn; default k), and block scaling (elements per scale, scale format)
-                   "a_major": "name", "b_major": "name", "scale_vec": "expr", "scale_dtype": "name"}),
-    "tmem_load": (None, {"bytes": "expr"}),
-    "tmem_store": (None, {"bytes": "expr"}),
-    "cuda": (None, {"mix": "name", "ops": "ops", "elems": "expr"}),
-    "reduce": (None, {"bytes": "expr", "mode": "name"}),
-}  # fmt: skip
-BLOCK_OPS = frozenset({"tiles", "for", "turn"})
-MODIFIERS = frozenset({"if", "label", "do"})
-QUEUES = frozenset({"ldg", "cp_async", "wgmma", "tma_store", "tmem_ld", "lds"})
-REQUIRED_ARGS: dict[str, tuple[str, ...]] = {
-    "tma_load": ("buf", "bytes"),
-    "tma_store": ("bytes",),
-    "cp_async": ("bytes",),
-    "ldg": ("bytes",),
-    "stg": ("bytes",),
-    "lds": ("bytes",),
-    "sts": ("bytes",),
-    "mma": ("unit", "mnk"),
-    "tmem_load": ("bytes",),
-    "tmem_store": ("bytes",),
-    "cuda": ("elems",),
-    "wait_async": ("queue", "pending"),
-    "reduce": ("bytes",),
-    "turn": ("name",),
+from gpusim.errors import InputError
+from gpusim.schedule.expr import Expr
+from gpusim.schedule.fields import (
+    AnyExpr,
+    CountExpr,
+    IndexExpr,
+    SizeExpr,
+    StrictModel,
+    _closest,
+    checked,
+)
+
+QueueName = Literal["ldg", "cp_async", "wgmma", "tma_store", "tmem_ld", "lds"]
+"""Async queues a role can wait on with ``wait_async``."""
+MmaUnitName = Literal["mma_sync", "wgmma", "tcgen05"]
+"""MMA instruction families (arch files give their rates and legal shapes)."""
+OperandSpaceName = Literal["smem", "rmem", "tmem"]
+"""Where an MMA's A operand is read from."""
+InstrClass = Literal["fp32", "ex2", "cvt", "int"]
+"""CUDA-core instruction classes of a mix: FP32 FMA/ALU, SFU transcendental, conversion, integer."""
+QUEUES = frozenset(QueueName.__args__)  # type: ignore[attr-defined]
+
+
+class OpArgs(StrictModel):
+    """Base of every op's typed arguments.
+
+    Mapping-style reads (``args["bytes"]``, ``"multicast" in args``) are kept for code written before
+    statements were typed; an unset optional argument reads as absent.
+    """
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self, _FIELD_OF.get(key, key), None)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and getattr(self, _FIELD_OF.get(key, key), None) is not None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The argument ``key`` or ``default`` when it is unset."""
+        value = getattr(self, _FIELD_OF.get(key, key), None)
+        return default if value is None else value
+
+    def values(self) -> Iterator[Any]:
+        """Every set argument value."""
+        return (v for v in (getattr(self, name) for name in type(self).model_fields) if v is not None)
+
+
+_FIELD_OF = {"async": "async_"}
+
+
+# ---- control flow -----------------------------------------------------------------------------------
+
+
+class Tiles(OpArgs):
+    """The persistent tiles loop: run ``do`` for each work unit this CTA owns (``tile`` = its ordinal)."""
+
+    every: CountExpr | None = None
+    """Take every n-th unit (ping-pong replicas: 2); unset: every unit."""
+    offset: IndexExpr | None = None
+    """Start at this ordinal (ping-pong: ``r``); unset: 0."""
+
+
+class ForLoop(OpArgs):
+    """``for: {k: KT}`` (k = 0..KT-1) or ``for: {k: [start, stop]}``; the variable tags stages."""
+
+    var: str
+    """Loop variable."""
+    start: AnyExpr = Expr(0)
+    """First value."""
+    stop: AnyExpr
+    """One past the last value."""
+
+
+def _for_from_yaml(value: dict[str, Any]) -> ForLoop:
+    ((var, bounds),) = value.items()
+    if isinstance(bounds, tuple):
+        return ForLoop(var=var, start=bounds[0], stop=bounds[1])
+    return ForLoop(var=var, stop=bounds)
+
+
+ForArg = Annotated[
+    dict[str, AnyExpr | tuple[AnyExpr, AnyExpr]],
+    Field(min_length=1, max_length=1),
+    AfterValidator(_for_from_yaml),
+]
+
+
+class Turn(OpArgs):
+    """Run ``do`` when this replica's turn on a turnstile comes, then pass the turn on."""
+
+    name: str
+    """The turnstile barrier."""
+
+
+# ---- pipelines and barriers ---------------------------------------------------------------------------
+
+
+class Acquire(OpArgs):
+    """Producer: wait for an empty stage of a buffer (tagged by the enclosing loop variables)."""
+
+    buf: str
+    """Buffer with a protocol."""
+
+
+class Commit(OpArgs):
+    """Producer: mark the acquired stage full (threads/umma producers; TMA and cp.async fill by bytes)."""
+
+    buf: str
+    """Buffer with a protocol."""
+
+
+class Wait(OpArgs):
+    """Consumer: wait for a full stage of a buffer, or for an event barrier's tile."""
+
+    buf: str | None = None
+    """Buffer with a protocol (or give ``bar``)."""
+    bar: str | None = None
+    """Event barrier (or give ``buf``)."""
+    chunk: IndexExpr | None = None
+    """Chunked buffers: which chunk to wait for (unset: 0)."""
+    at: dict[str, AnyExpr] = Field(default_factory=dict)
+    """Loop-variable overrides naming the stage (e.g. ``{n: n - 1}``)."""
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Wait:
+        if (self.buf is None) == (self.bar is None):
+            raise ValueError("give exactly one of 'buf' or 'bar'")
+        return self
+
+
+class Release(OpArgs):
+    """Consumer: free the stages it holds, keeping the newest ``keep`` (release one behind: 1)."""
+
+    buf: str
+    """Buffer with a protocol."""
+    keep: IndexExpr | None = None
+    """Stages to keep held (unset: 0)."""
+
+
+class Arrive(OpArgs):
+    """Arrive at a named barrier (without waiting) or signal an event barrier for the current tile."""
+
+    bar: str
+    """Named or event barrier."""
+    at: dict[str, AnyExpr] = Field(default_factory=dict)
+    """Loop-variable overrides (event barriers are tagged by tile)."""
+
+
+class Sync(OpArgs):
+    """Arrive at a named barrier and wait until its warp count has arrived (bar.sync)."""
+
+    bar: str
+    """Named barrier."""
+
+
+class Syncthreads(OpArgs):
+    """``__syncthreads()``: every warp of the roles using it meets."""
+
+
+class WaitAsync(OpArgs):
+    """Wait until at most ``pending`` ops of an async queue are in flight (wgmma.wait_group N, ...)."""
+
+    queue: QueueName
+    """The queue."""
+    pending: IndexExpr
+    """Ops allowed to stay in flight."""
+
+
+# ---- data movement --------------------------------------------------------------------------------------
+
+
+class TmaLoad(OpArgs):
+    """TMA load of ``bytes`` into a buffer stage (or chunks); completes by transaction bytes."""
+
+    buf: str
+    """Destination buffer."""
+    bytes: SizeExpr
+    """Bytes moved (per issuing CTA, before multicast sharing)."""
+    operand: str | None = None
+    """Operand for the L2 tile cache and multicast peers."""
+    multicast: CountExpr | None = None
+    """CTAs of the cluster receiving the same bytes (each CTA issues 1/multicast of them); unset: 1."""
+    chunk: IndexExpr | None = None
+    """Chunked buffers: the chunk filled (unset: 0)."""
+    chunks: tuple[IndexExpr, IndexExpr] | None = None
+    """Chunked buffers: [first, stop) chunks filled evenly."""
+    at: dict[str, AnyExpr] = Field(default_factory=dict)
+    """Loop-variable overrides naming the stage."""
+
+
+class TmaStore(OpArgs):
+    """TMA store of ``bytes`` from shared memory to global; joins the ``tma_store`` queue."""
+
+    buf: str | None = None
+    """Source buffer (documentation; the store reads shared memory)."""
+    bytes: SizeExpr
+    """Bytes written."""
+
+
+class CpAsync(OpArgs):
+    """cp.async of ``bytes`` global -> shared; joins the ``cp_async`` queue (and fills a cp_async buffer)."""
+
+    buf: str | None = None
+    """Destination buffer."""
+    bytes: SizeExpr
+    """Bytes moved."""
+    operand: str | None = None
+    """Operand for the L2 tile cache."""
+
+
+class Ldg(OpArgs):
+    """Global load to registers; joins the ``ldg`` queue."""
+
+    bytes: SizeExpr
+    """Bytes loaded."""
+    operand: str | None = None
+    """Operand for the L2 tile cache."""
+
+
+class Stg(OpArgs):
+    """Global store from registers (completes before the kernel ends)."""
+
+    bytes: SizeExpr
+    """Bytes stored."""
+
+
+class Reduce(OpArgs):
+    """Split-K / stream-K partial results written to the reduction workspace; the role waits for it."""
+
+    bytes: SizeExpr
+    """Bytes of partials written."""
+    mode: Literal["deterministic", "atomic"] = "deterministic"
+    """Deterministic (ordered, CUTLASS ReductionMode::Deterministic) or atomic."""
+
+
+class Lds(OpArgs):
+    """Shared-memory reads (ld.shared / ldmatrix) on the SM's shared-memory bandwidth."""
+
+    buf: str | None = None
+    """Source buffer."""
+    bytes: SizeExpr
+    """Bytes read."""
+    async_: AnyExpr | None = Field(default=None, alias="async")
+    """True: software-pipelined fragment loads that complete through ``wait_async: {queue: lds}``
+    (unset: false, the role waits for the read)."""
+
+
+class Sts(OpArgs):
+    """Shared-memory writes (st.shared / stmatrix)."""
+
+    buf: str | None = None
+    """Destination buffer."""
+    bytes: SizeExpr
+    """Bytes written."""
+
+
+class TmemLoad(OpArgs):
+    """tcgen05.ld: TMEM -> registers; joins the ``tmem_ld`` queue."""
+
+    bytes: SizeExpr
+    """Bytes read from tensor memory."""
+
+
+class TmemStore(OpArgs):
+    """tcgen05.st: registers -> TMEM."""
+
+    bytes: SizeExpr
+    """Bytes written to tensor memory."""
+
+
+# ---- compute ----------------------------------------------------------------------------------------------
+
+
+def _names(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+class Mma(OpArgs):
+    """Tensor-core work: an M x N x K product issued as instructions of shape ``instr``."""
+
+    unit: MmaUnitName
+    """mma_sync (warp), wgmma (warpgroup, async: joins the ``wgmma`` queue) or tcgen05 (one thread, TMEM)."""
+    mnk: tuple[SizeExpr, SizeExpr, SizeExpr]
+    """[M, N, K] of this op's work."""
+    instr: tuple[SizeExpr, SizeExpr, SizeExpr] | Literal["auto"] | None = None
+    """Instruction shape [m, n, k], checked against the arch; ``auto``: the largest legal shape that
+    divides the tile (from the arch file)."""
+    a: OperandSpaceName | None = None
+    """Where A is read from (smem, rmem, tmem)."""
+    dtype: str | None = None
+    """Operand dtype (a dtype name or a symbol holding one, e.g. ``acc_dtype``); default: the problem dtype."""
+    cta_group: CountExpr | None = None
+    """tcgen05: 2 = one MMA across the two CTAs of a pair (unset: 1)."""
+    acc: str | None = None
+    """Accumulator buffer (documentation)."""
+    reads: Annotated[tuple[str, ...], BeforeValidator(_names)] = ()
+    """Buffers read (documentation)."""
+    a_major: str = "k"
+    """Majorness of A in shared memory: k or mn (or a symbol holding one)."""
+    b_major: str = "k"
+    """Majorness of B in shared memory: k or mn (or a symbol holding one)."""
+    scale_vec: IndexExpr | None = None
+    """Block-scaled formats: K elements per scale (0: none)."""
+    scale_dtype: str | None = None
+    """Block-scaled formats: scale format (ue8m0, ue4m3; or a symbol holding one)."""
+
+
+class Cuda(OpArgs):
+    """CUDA-core / SFU work: ``elems`` elements times an instruction mix (ops per element by class)."""
+
+    mix: str | None = None
+    """A named mix from ``mixes:`` (or give ``ops``)."""
+    ops: dict[InstrClass, Annotated[float, Field(ge=0)]] | None = None
+    """An inline mix: ops per element by class (or give ``mix``)."""
+    elems: SizeExpr
+    """Elements processed by the role (all its warps together)."""
+
+    @model_validator(mode="after")
+    def _one_mix(self) -> Cuda:
+        if (self.mix is None) == (self.ops is None):
+            raise ValueError("give exactly one of 'mix' or 'ops'")
+        return self
+
+
+# ---- statements: one op key plus modifiers ------------------------------------------------------------------
+
+
+def _shorthand(model: type[OpArgs], primary: str) -> Any:
+    """An argument that is the op's model, or a bare name for its ``primary`` field."""
+
+    def expand(value: Any) -> Any:
+        return {primary: value} if isinstance(value, str) else value
+
+    return Annotated[model, BeforeValidator(expand), _OrName(primary)]
+
+
+class _OrName:
+    """JSON Schema of a shorthand argument: the op's mapping, or a bare name for its primary field."""
+
+    def __init__(self, primary: str) -> None:
+        self.primary = primary
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        return {"anyOf": [{"type": "string", "description": f"shorthand for {{{self.primary}: <name>}}"},
+                          handler(core_schema)]}  # fmt: skip
+
+
+def _empty(value: Any) -> Any:
+    return {} if value is None else value
+
+
+class StatementBase(StrictModel):
+    """Modifiers every statement may carry."""
+
+    if_: AnyExpr | None = Field(default=None, alias="if")
+    """Guard: the statement runs only when this is true."""
+    label: str | None = None
+    """Trace label."""
+
+
+class TilesStmt(StatementBase):
+    tiles: Annotated[Tiles, BeforeValidator(_empty)]
+    do: Program
+
+
+class ForStmt(StatementBase):
+    for_: ForArg = Field(alias="for")
+    do: Program
+
+
+class TurnStmt(StatementBase):
+    turn: _shorthand(Turn, "name")  # type: ignore[valid-type]
+    do: Program
+
+
+class AcquireStmt(StatementBase):
+    acquire: _shorthand(Acquire, "buf")  # type: ignore[valid-type]
+
+
+class CommitStmt(StatementBase):
+    commit: _shorthand(Commit, "buf")  # type: ignore[valid-type]
+
+
+class WaitStmt(StatementBase):
+    wait: _shorthand(Wait, "buf")  # type: ignore[valid-type]
+
+
+class ReleaseStmt(StatementBase):
+    release: _shorthand(Release, "buf")  # type: ignore[valid-type]
+
+
+class ArriveStmt(StatementBase):
+    arrive: _shorthand(Arrive, "bar")  # type: ignore[valid-type]
+
+
+class SyncStmt(StatementBase):
+    sync: _shorthand(Sync, "bar")  # type: ignore[valid-type]
+
+
+class SyncthreadsStmt(StatementBase):
+    syncthreads: Annotated[Syncthreads, BeforeValidator(_empty)]
+
+
+class WaitAsyncStmt(StatementBase):
+    wait_async: WaitAsync
+
+
+class TmaLoadStmt(StatementBase):
+    tma_load: TmaLoad
+
+
+class TmaStoreStmt(StatementBase):
+    tma_store: TmaStore
+
+
+class CpAsyncStmt(StatementBase):
+    cp_async: CpAsync
+
+
+class LdgStmt(StatementBase):
+    ldg: Ldg
+
+
+class StgStmt(StatementBase):
+    stg: Stg
+
+
+class LdsStmt(StatementBase):
+    lds: Lds
+
+
+class StsStmt(StatementBase):
+    sts: Sts
+
+
+class MmaStmt(StatementBase):
+    mma: Mma
+
+
+class TmemLoadStmt(StatementBase):
+    tmem_load: TmemLoad
+
+
+class TmemStoreStmt(StatementBase):
+    tmem_store: TmemStore
+
+
+class CudaStmt(StatementBase):
+    cuda: Cuda
+
+
+class ReduceStmt(StatementBase):
+    reduce: Reduce
+
+
+class UseStmt(StrictModel):
+    """Stands for a statement template's statements (resolved before validation; see compose)."""
+
+    use: str
+    """Template name."""
+    with_: dict[str, Any] = Field(default_factory=dict, alias="with")
+    """Template arguments."""
+    if_: AnyExpr | None = Field(default=None, alias="if")
+    """Guard applied to every statement of the template."""
+
+
+class WhenStmt(StrictModel):
+    """Stands for its statements, each guarded by ``when`` (resolved before validation; see compose)."""
+
+    when: AnyExpr
+    """Condition."""
+    do: Program
+    """Statements."""
+
+
+STATEMENT_MODELS: dict[str, type[StatementBase]] = {
+    "tiles": TilesStmt,
+    "for": ForStmt,
+    "turn": TurnStmt,
+    "acquire": AcquireStmt,
+    "commit": CommitStmt,
+    "wait": WaitStmt,
+    "release": ReleaseStmt,
+    "arrive": ArriveStmt,
+    "sync": SyncStmt,
+    "syncthreads": SyncthreadsStmt,
+    "wait_async": WaitAsyncStmt,
+    "tma_load": TmaLoadStmt,
+    "tma_store": TmaStoreStmt,
+    "cp_async": CpAsyncStmt,
+    "ldg": LdgStmt,
+    "stg": StgStmt,
+    "lds": LdsStmt,
+    "sts": StsStmt,
+    "mma": MmaStmt,
+    "tmem_load": TmemLoadStmt,
+    "tmem_store": TmemStoreStmt,
+    "cuda": CudaStmt,
+    "reduce": ReduceStmt,
 }
+"""Every op and the model of its statement."""
+OPS = tuple(STATEMENT_MODELS)
+BLOCK_OPS = frozenset({"tiles", "for", "turn"})
+MODIFIERS = frozenset({"if", "label", "do", "with"})
+COMPOSITION = {"use": UseStmt, "when": WhenStmt}
+
+
+def _normalise_statement(raw: Any) -> Any:
+    """Bare op names become mappings; a statement must name exactly one known op."""
+    if isinstance(raw, str):
+        if raw not in STATEMENT_MODELS:
+            raise ValueError(f"unknown op '{raw}'; {_closest(raw, list(OPS))}")
+        return {raw: None}
+    if not isinstance(raw, dict) or not raw:
+        raise ValueError(f"expected a statement mapping such as {{acquire: ab}}, got {raw!r}")
+    op_keys = [k for k in raw if k not in MODIFIERS]
+    if not op_keys:
+        raise ValueError(f"statement has no op (only {', '.join(map(str, raw))})")
+    if len(op_keys) > 1:
+        raise ValueError(f"statement has several ops {op_keys}; write one op per statement")
+    op = str(op_keys[0])
+    if op in COMPOSITION:
+        return raw
+    if op not in STATEMENT_MODELS:
+        raise ValueError(f"unknown op '{op}'; {_closest(op, list(OPS))}")
+    if op in BLOCK_OPS and not raw.get("do"):
+        raise ValueError(f"'{op}' needs a non-empty 'do:' list")
+    if op not in BLOCK_OPS and "do" in raw:
+        raise ValueError(f"only tiles, for and turn take a 'do:' body ('{op}' does not)")
+    return raw
+
+
+def _statement_op(value: Any) -> str | None:
+    if isinstance(value, dict):
+        ops = [k for k in value if k not in MODIFIERS]
+        return str(ops[0]) if len(ops) == 1 else None
+    if isinstance(value, StrictModel):
+        models = {**STATEMENT_MODELS, **COMPOSITION}
+        return next((op for op, model in models.items() if isinstance(value, model)), None)
+    return None
+
+
+Statement = Annotated[
+    Annotated[TilesStmt, Tag("tiles")]
+    | Annotated[ForStmt, Tag("for")]
+    | Annotated[TurnStmt, Tag("turn")]
+    | Annotated[AcquireStmt, Tag("acquire")]
+    | Annotated[CommitStmt, Tag("commit")]
+    | Annotated[WaitStmt, Tag("wait")]
+    | Annotated[ReleaseStmt, Tag("release")]
+    | Annotated[ArriveStmt, Tag("arrive")]
+    | Annotated[SyncStmt, Tag("sync")]
+    | Annotated[SyncthreadsStmt, Tag("syncthreads")]
+    | Annotated[WaitAsyncStmt, Tag("wait_async")]
+    | Annotated[TmaLoadStmt, Tag("tma_load")]
+    | Annotated[TmaStoreStmt, Tag("tma_store")]
+    | Annotated[CpAsyncStmt, Tag("cp_async")]
+    | Annotated[LdgStmt, Tag("ldg")]
+    | Annotated[StgStmt, Tag("stg")]
+    | Annotated[LdsStmt, Tag("lds")]
+    | Annotated[StsStmt, Tag("sts")]
+    | Annotated[MmaStmt, Tag("mma")]
+    | Annotated[TmemLoadStmt, Tag("tmem_load")]
+    | Annotated[TmemStoreStmt, Tag("tmem_store")]
+    | Annotated[CudaStmt, Tag("cuda")]
+    | Annotated[ReduceStmt, Tag("reduce")]
+    | Annotated[UseStmt, Tag("use")]
+    | Annotated[WhenStmt, Tag("when")]
+    | Annotated[Literal["syncthreads"], Tag("bare")],
+    Discriminator(_statement_op),
+    BeforeValidator(_normalise_statement),
+]
+"""One statement: the op key picks its model (a discriminated union)."""
+Program = Annotated[list[Statement], Field(min_length=1)]
+"""A non-empty list of statements."""
+
+for _model in (TilesStmt, ForStmt, TurnStmt, WhenStmt):
+    _model.model_rebuild()
+
+
+# ---- the compiled form ----------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class Stmt:
-    """One program statement: an op, its compiled arguments, an optional guard and a body."""
+    """One program statement as the interpreter runs it: the op, its typed arguments, the schedule path of
+    the statement (for errors), an optional guard, a trace label and a body."""
 
     op: str
-    args: Mapping[str, Any]
+    args: Any
+    """The op's typed model (:class:`Tiles`, :class:`TmaLoad`, :class:`Mma`, ...)."""
     where: str
     guard: Expr | None = None
     label: str | None = None
     body: tuple[Stmt, ...] = field(default_factory=tuple)
 
+    def size(self, expr: Expr, env: Any) -> float:
+        """Evaluate a size argument (bytes, elements): a number >= 0."""
+        value = expr(env, where=self.where)
+        if (value.__class__ is int or value.__class__ is float) and value >= 0:
+            return float(value)
+        return float(checked(value, f"{self.where}: '{expr.text}'", what="a size"))
 
-def _compile_arg(kind: str, value: Any, where: str) -> Any:
-    if kind == "expr":
-        return as_expr(value)
-    if kind == "name":
-        if not isinstance(value, str):
-            raise InputError(f"{where}: expected a name, got {value!r}")
-        return value
-    if kind == "names":
-        items = value if isinstance(value, list) else [value]
-        return tuple(str(v) for v in items)
-    if kind == "exprs":
-        if not isinstance(value, list):
-            raise InputError(f"{where}: expected a list such as [m, n, k], got {value!r}")
-        return tuple(as_expr(v) for v in value)
-    if kind == "at":
-        if not isinstance(value, dict):
-            raise InputError(f"{where}: expected a mapping of loop variables, got {value!r}")
-        return {str(k): as_expr(v) for k, v in value.items()}
-    if kind == "ops":
-        if not isinstance(value, dict) or not all(isinstance(v, int | float) for v in value.values()):
-            raise InputError(
-                f"{where}: expected a mapping of instruction class to ops per element, got {value!r}"
-            )
-        return {str(k): float(v) for k, v in value.items()}
-    raise AssertionError(kind)
+    def count(self, expr: Expr, env: Any, minimum: float = 0, whole: bool = True) -> int:
+        """Evaluate a count or index argument: a whole number >= ``minimum`` (``whole=False``: a number,
+        truncated)."""
+        value = expr(env, where=self.where)
+        if value.__class__ is int and value >= minimum:
+            return value
+        value = checked(value, f"{self.where}: '{expr.text}'", minimum=minimum, whole=whole,
+                        what="a whole number" if whole else "a number")  # fmt: skip
+        return int(value)
 
 
-def parse_statement(raw: Any, where: str) -> Stmt:
-    """Parse one YAML statement (a mapping with one op key, or a bare op name)."""
-    if isinstance(raw, str):
-        raw = {raw: None}
-    if not isinstance(raw, dict) or not raw:
-        raise InputError(f"{where}: expected a statement mapping such as {{acquire: ab}}, got {raw!r}")
-    op_keys = [k for k in raw if k not in MODIFIERS]
-    if len(op_keys) != 1:
-        if not op_keys:
-            raise InputError(f"{where}: statement has no op (only {', '.join(map(str, raw))})")
-        raise InputError(f"{where}: statement has several ops {op_keys}; write one op per statement")
-    op = str(op_keys[0])
-    if op not in OP_ARGS:
-        raise UnknownNameError("op", op, OP_ARGS, where=where)
-    where = f"{where}.{op}"
-    value = raw[op]
-    primary, allowed = OP_ARGS[op]
-    if op == "for":
-        args = _parse_for(value, where)
-    elif value is None:
-        args = {}
-    elif isinstance(value, dict):
-        args = {}
-        for key, item in value.items():
-            if key not in allowed:
-                raise UnknownNameError("argument", str(key), allowed, where=where)
-            args[key] = _compile_arg(allowed[key], item, f"{where}.{key}")
-    elif primary is not None:
-        args = {primary: _compile_arg(allowed[primary], value, where)}
-    else:
-        raise InputError(f"{where}: expected a mapping of arguments, got {value!r}")
-    for required in REQUIRED_ARGS.get(op, ()):
-        if required not in args:
-            raise InputError(f"{where}: missing argument '{required}'")
-    if op == "wait" and ("buf" in args) == ("bar" in args):
-        raise InputError(f"{where}: give exactly one of 'buf' or 'bar'")
-    if op == "cuda" and ("mix" in args) == ("ops" in args):
-        raise InputError(f"{where}: give exactly one of 'mix' or 'ops'")
-    if op == "wait_async" and args["queue"] not in QUEUES:
-        raise UnknownNameError("async queue", args["queue"], QUEUES, where=where)
-    body_raw = raw.get("do")
-    if op in BLOCK_OPS:
-        if not isinstance(body_raw, list) or not body_raw:
-            raise InputError(f"{where}: '{op}' needs a non-empty 'do:' list")
-        body = parse_program(body_raw, f"{where}.do")
-    elif body_raw is not None:
-        raise InputError(f"{where}: only tiles, for and turn take a 'do:' body")
-    else:
-        body = ()
-    guard = as_expr(raw["if"]) if "if" in raw else None
-    label = str(raw["label"]) if "label" in raw else None
-    return Stmt(op=op, args=args, where=where, guard=guard, label=label, body=body)
+def compile_program(items: list[Any], where: str) -> tuple[Stmt, ...]:
+    """Turn validated statement models into :class:`Stmt` with schedule paths."""
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            out.append(Stmt(op=item, args=Syncthreads(), where=f"{where}[{i}].{item}"))
+            continue
+        op = _statement_op(item)
+        if op is None or op in COMPOSITION:
+            raise InputError(f"{where}[{i}]: '{op}' statements are resolved when the file is read (compose)")
+        here = f"{where}[{i}].{op}"
+        args = getattr(item, "for_" if op == "for" else op)
+        body = compile_program(item.do, f"{here}.do") if op in BLOCK_OPS else ()  # type: ignore[attr-defined]
+        out.append(Stmt(op=op, args=args, where=here, guard=item.if_, label=item.label, body=body))
+    return tuple(out)
 
 
-def _parse_for(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict) or len(value) != 1:
-        raise InputError(f"{where}: expected {{var: count}} or {{var: [start, stop]}}, got {value!r}")
-    ((var, bounds),) = value.items()
-    try:
-        if isinstance(bounds, list):
-            if len(bounds) != 2:
-                raise InputError(f"{where}.{var}: expected [start, stop], got {bounds!r}")
-            start, stop = as_expr(bounds[0]), as_expr(bounds[1])
-        else:
-            start, stop = Expr(0), as_expr(bounds)
-    except ExprError as exc:
-        raise InputError(f"{where}.{var}: {exc}") from None
-    return {"var": str(var), "start": start, "stop": stop}
-
-
-def parse_program(raw: Any, where: str) -> tuple[Stmt, ...]:
-    """Parse a list of statements."""
-    if not isinstance(raw, list):
-        raise InputError(f"{where}: expected a list of statements, got {type(raw).__name__}")
-    return tuple(parse_statement(item, f"{where}[{i}]") for i, item in enumerate(raw))
-
-
-def walk(stmts: tuple[Stmt, ...], loop_vars: tuple[str, ...] = ()):
+def walk(stmts: tuple[Stmt, ...], loop_vars: tuple[str, ...] = ()) -> Iterator[tuple[Stmt, tuple[str, ...]]]:
     """Every statement with the loop variables enclosing it (``tile`` for the tiles loop)."""
     for stmt in stmts:
         yield stmt, loop_vars
         if stmt.op == "tiles":
             yield from walk(stmt.body, (*loop_vars, "tile"))
         elif stmt.op == "for":
-            yield from walk(stmt.body, (*loop_vars, stmt.args["var"]))
+            yield from walk(stmt.body, (*loop_vars, stmt.args.var))
         elif stmt.body:
             yield from walk(stmt.body, loop_vars)

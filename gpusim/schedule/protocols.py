@@ -20,7 +20,7 @@ def _sites(sched: Schedule, role_name: str, op: str, buf: str) -> list[tuple[Stm
     return [
         (stmt, loops)
         for stmt, loops in walk(sched.roles[role_name].program)
-        if stmt.op == op and stmt.args.get("buf") == buf
+        if stmt.op == op and getattr(stmt.args, "buf", None) == buf
     ]
 
 
@@ -74,7 +74,7 @@ def _check_tags(sched: Schedule, src: str, name: str, producers: list[str], cons
     }
     for role in consumers:
         for stmt, loops in _sites(sched, role, "wait", name):
-            known = set(loops) | set(stmt.args.get("at", {}))
+            known = set(loops) | set(getattr(stmt.args, "at", {}))
             for producer, keys in tag_sets:
                 missing = sorted(keys - known)
                 if missing:
@@ -90,12 +90,12 @@ def _check_barrier_use(sched: Schedule, src: str) -> None:
     for role in sched.roles.values():
         for stmt, _ in walk(role.program):
             if stmt.op == "turn":
-                bar = sched.barriers.get(stmt.args["name"])
+                bar = sched.barriers.get(stmt.args.name)
                 if bar is None or bar.kind != "turnstile":
                     turnstiles = [n for n, b in sched.barriers.items() if b.kind == "turnstile"]
-                    raise UnknownNameError("turnstile", stmt.args["name"], turnstiles, where=stmt.where)
-            elif stmt.op in ("arrive", "sync") or (stmt.op == "wait" and "bar" in stmt.args):
-                name = stmt.args["bar"]
+                    raise UnknownNameError("turnstile", stmt.args.name, turnstiles, where=stmt.where)
+            elif stmt.op in ("arrive", "sync") or (stmt.op == "wait" and stmt.args.bar is not None):
+                name = stmt.args.bar
                 bar = sched.barriers.get(name)
                 if bar is None:
                     raise UnknownNameError("barrier", name, sched.barriers, where=stmt.where)
@@ -107,7 +107,5 @@ def _check_barrier_use(sched: Schedule, src: str) -> None:
                     arrivals.add(name)
     for role in sched.roles.values():
         for stmt, _ in walk(role.program):
-            if stmt.op == "wait" and "bar" in stmt.args and stmt.args["bar"] not in arrivals:
-                raise InputError(
-                    f"{stmt.where}: waits on event '{stmt.args['bar']}' but no role arrives at it"
-                )
+            if stmt.op == "wait" and stmt.args.bar is not None and stmt.args.bar not in arrivals:
+                raise InputError(f"{stmt.where}: waits on event '{stmt.args.bar}' but no role arrives at it")

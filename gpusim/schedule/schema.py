@@ -6,16 +6,14 @@ of statements validated by :mod:`gpusim.schedule.program`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import Field, field_validator
 
-ExprLike = StrictInt | StrictFloat | StrictStr | StrictBool
-"""A number, a boolean or an expression over problem, params and loop symbols."""
+from gpusim.schedule.fields import ExprLike, RawCount, RawSize, StrictModel
+from gpusim.schedule.program import InstrClass, Program
 
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+_Model = StrictModel
 
 
 class SchedulerSpec(_Model):
@@ -27,13 +25,13 @@ class SchedulerSpec(_Model):
     the persistent CTAs; splitkv_balanced: FlashMLA-style KV split across ``parts``."""
     raster: Literal["along_m", "along_n", "heuristic", "as_listed"] = "as_listed"
     """Order of the first two grid dimensions: along_m walks M fastest."""
-    swizzle: ExprLike = 1
+    swizzle: RawCount = 1
     """Tiles per swizzle group along the slow dimension (CUTLASS max_swizzle_size, Triton GROUP_M)."""
-    splits: ExprLike = 1
+    splits: RawCount = 1
     """split_k: number of K splits."""
-    parts: ExprLike | None = None
+    parts: RawCount | None = None
     """splitkv_balanced: number of parts the KV range of each unit is split into."""
-    fixed_overhead_blocks: ExprLike = 0
+    fixed_overhead_blocks: RawSize = 0
     """splitkv_balanced: blocks of overhead charged per segment when balancing."""
 
 
@@ -42,15 +40,18 @@ class LaunchSpec(_Model):
 
     grid: dict[str, ExprLike]
     """Named work-unit dimensions with their extents, listed fastest-first (e.g. {m: ..., n: ...})."""
-    fields: dict[str, ExprLike] = {}
+    fields: dict[str, ExprLike] = Field(default_factory=dict)
     """Per-unit values derived from the unit coordinates (e.g. causal block counts)."""
-    cluster: list[ExprLike] = [1, 1, 1]
+    cluster: Annotated[list[RawCount], Field(min_length=1, max_length=3)] = Field(
+        default_factory=lambda: [1, 1, 1]
+    )
     """CTAs per cluster along the first, second and third grid dimensions."""
     cta_pair: ExprLike = False
     """Blackwell cta_group::2: the two CTAs of a cluster pair share MMAs (needs cluster[0] % 2 == 0); a
     boolean or an expression (e.g. ``PAIR == 1``) so one schedule can model both 1-CTA and 2-CTA MMA."""
-    ctas_per_sm: ExprLike = 1
-    """CTAs resident per SM (checked against every budget)."""
+    ctas_per_sm: RawCount | Literal["auto"] = "auto"
+    """CTAs resident per SM: ``auto`` (the default) computes the most that fit the registers, shared
+    memory, threads, TMEM columns and the arch's CTA limit; a number pins it (checked against every budget)."""
     persistent: bool = False
     """Persistent kernel: one CTA per slot loops over its units (tiles loop); else one CTA per unit."""
     scheduler: SchedulerSpec = SchedulerSpec()
@@ -62,8 +63,14 @@ class OperandSpec(_Model):
 
     key: list[ExprLike]
     """Expressions over unit coordinates identifying the panel (e.g. [m] for A's row panel)."""
-    bytes: ExprLike
+    bytes: RawSize
     """Bytes of one panel."""
+
+
+PROTOCOL_PRODUCERS = ("tma", "umma", "threads", "cp_async", "clc")
+PROTOCOL_CONSUMERS = ("threads", "umma", "manual")
+Protocol = Literal[tuple(f"{p}->{c}" for p in PROTOCOL_PRODUCERS for c in PROTOCOL_CONSUMERS)]  # type: ignore[valid-type]
+"""producer->consumer: which hardware event fills a stage and which frees it."""
 
 
 class BufferSpec(_Model):
@@ -71,15 +78,17 @@ class BufferSpec(_Model):
 
     space: Literal["smem", "tmem", "rmem"] = "smem"
     """Shared memory (bytes), tensor memory (columns) or registers (bytes per replica)."""
-    stages: ExprLike = 1
-    """Ring depth."""
-    bytes: ExprLike = 0
+    stages: RawCount | Literal["fit"] = 1
+    """Ring depth; ``fit``: as many stages as fit in the shared memory the other buffers leave (smem only)."""
+    bytes: RawSize = 0
     """Bytes per stage (smem, rmem)."""
-    cols: ExprLike = 0
+    cols: RawSize = 0
     """TMEM columns per stage."""
-    chunks: ExprLike = 1
+    max_stages: RawCount | None = None
+    """Upper bound for ``stages: fit``."""
+    chunks: RawCount = 1
     """Per-stage sub-barriers (FlashMLA's 9 chunk barriers)."""
-    protocol: str | None = None
+    protocol: Protocol | None = None
     """producer->consumer, e.g. tma->threads, tma->umma, umma->threads, cp_async->threads,
     threads->threads, threads->umma, tma->manual."""
     scope: Literal["cta", "pair"] = "cta"
@@ -97,9 +106,9 @@ class BarrierSpec(_Model):
 
     kind: Literal["named", "event", "turnstile", "cluster"]
     """named: bar.arrive/bar.sync with a warp count; event: mbarrier signal; turnstile: round robin."""
-    warps: ExprLike | None = None
+    warps: RawCount | None = None
     """named: warps that must arrive."""
-    count: ExprLike = 1
+    count: RawCount = 1
     """event: arrivals per tag."""
     members: str | None = None
     """turnstile: the role whose replicas take turns."""
@@ -108,15 +117,15 @@ class BarrierSpec(_Model):
 class RoleSpec(_Model):
     """A set of warps running one program, optionally replicated."""
 
-    warps: ExprLike
+    warps: RawCount
     """Warps per replica."""
-    regs: ExprLike | None = None
+    regs: RawCount | None = None
     """Registers per thread (setmaxnreg value for warp-specialized roles)."""
-    replicas: ExprLike = 1
+    replicas: RawCount = 1
     """Copies running the same program with symbol r = 0..replicas-1."""
     cta: Literal["all", "leader"] = "all"
     """leader: only the even CTA of a pair runs this role."""
-    program: list[Any]
+    program: Program
     """Statements; see gpusim.schedule.program."""
 
 
@@ -142,19 +151,83 @@ class ScheduleSpec(_Model):
     """The arch its golden result is checked on."""
     problem: dict[str, ExprLike]
     """Problem symbols with defaults (M, N, K, dtype ...); overridable with --set."""
-    params: dict[str, ExprLike] = {}
+    params: dict[str, ExprLike] = Field(default_factory=dict)
     """Tiling symbols; expressions over problem and earlier params; overridable with --set."""
-    mixes: dict[str, dict[str, float]] = {}
+    aliases: dict[str, str] = Field(default_factory=dict)
+    """Other names accepted for a problem or param symbol in overrides and measured rows (e.g. DeepGEMM's
+    ``BLOCK_M: BM``)."""
+    mixes: dict[str, dict[InstrClass, Annotated[float, Field(ge=0)]]] = Field(default_factory=dict)
     """CUDA-core instruction mixes: ops per element by class (fp32, ex2, cvt, int)."""
     metrics: MetricsSpec = MetricsSpec()
     """Useful FLOPs and compulsory bytes."""
     launch: LaunchSpec
     """Launch and scheduling."""
-    operands: dict[str, OperandSpec] = {}
+    operands: dict[str, OperandSpec] = Field(default_factory=dict)
     """Tensors for the L2 tile cache."""
-    buffers: dict[str, BufferSpec] = {}
+    buffers: dict[str, BufferSpec] = Field(default_factory=dict)
     """Storage and pipelines."""
-    barriers: dict[str, BarrierSpec] = {}
+    barriers: dict[str, BarrierSpec] = Field(default_factory=dict)
     """Named, event, turnstile and cluster barriers."""
     roles: dict[str, RoleSpec]
+    """Roles and their programs (at least one)."""
+
+    @field_validator("roles")
+    @classmethod
+    def _some_role(cls, roles: dict[str, RoleSpec]) -> dict[str, RoleSpec]:
+        if not roles:
+            raise ValueError("a schedule needs at least one role (roles: {} runs no work)")
+        return roles
+
+
+class TemplateSpec(_Model):
+    """A reusable part: a role (``role:``) or a list of statements (``do:``), with arguments substituted
+    for ``${name}`` in its text."""
+
+    description: str = ""
+    """What the part models."""
+    args: dict[str, ExprLike | None] = Field(default_factory=dict)
+    """Arguments and their defaults (null: required); ``$name`` in the part is replaced by the value given
+    in ``with:``."""
+    role: dict[str, Any] | None = None
+    """A role body (warps, regs, replicas, program ...)."""
+    do: list[Any] | None = None
+    """Statements inserted where ``- use: <name>`` stands."""
+
+
+class AuthoredRoleSpec(RoleSpec):
+    """A role as written: its own fields, or a template (``use:``) with arguments and overrides."""
+
+    use: str | None = None
+    """A role template from ``templates:`` (its own or an extended file's)."""
+    with_: dict[str, Any] = Field(default_factory=dict, alias="with")
+    """Template arguments."""
+    warps: RawCount | None = None  # type: ignore[assignment]
+    """Warps per replica."""
+    program: Program | None = None  # type: ignore[assignment]
+    """Statements; see gpusim.schedule.program."""
+
+
+class AuthoredLaunchSpec(LaunchSpec):
+    """A launch as written: a part may leave the grid to the schedule that extends it."""
+
+    grid: dict[str, ExprLike] | None = None  # type: ignore[assignment]
+    """Named work-unit dimensions with their extents, listed fastest-first (e.g. {m: ..., n: ...})."""
+
+
+class AuthoredScheduleSpec(ScheduleSpec):
+    """A schedule file as written: composition keys before they are resolved (see gpusim.schedule.compose)."""
+
+    extends: str | list[str] | None = None
+    """Schedules or parts (names, or paths relative to this file) whose keys this file overrides."""
+    templates: dict[str, TemplateSpec] = Field(default_factory=dict)
+    """Reusable roles and statement lists."""
+    schedule: str | None = None  # type: ignore[assignment]
+    """Name (must match the file name for built-in schedules)."""
+    reference_arch: str | None = None  # type: ignore[assignment]
+    """The arch its golden result is checked on."""
+    problem: dict[str, ExprLike] = Field(default_factory=dict)
+    """Problem symbols with defaults (M, N, K, dtype ...); overridable with --set."""
+    launch: AuthoredLaunchSpec | None = None  # type: ignore[assignment]
+    """Launch and scheduling."""
+    roles: dict[str, AuthoredRoleSpec] = Field(default_factory=dict)  # type: ignore[assignment]
     """Roles and their programs."""

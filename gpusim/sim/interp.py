@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -102,7 +103,7 @@ class RoleRunner:
     def _turnstiles_used(self) -> set[str]:
         from gpusim.schedule.program import walk
 
-        return {s.args["name"] for s, _ in walk(self.role.program) if s.op == "turn"}
+        return {s.args.name for s, _ in walk(self.role.program) if s.op == "turn"}
 
     def _block(self, stmts: tuple[Stmt, ...]) -> Generator[simpy.Event, Any, None]:
         for i, stmt in enumerate(stmts):
@@ -130,9 +131,10 @@ class RoleRunner:
     # ---- control flow ----------------------------------------------------------------------------
 
     def _for(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
-        var = stmt.args["var"]
-        start = int(self._eval(stmt.args["start"], stmt))
-        stop = int(self._eval(stmt.args["stop"], stmt))
+        args = stmt.args
+        var = args.var
+        start = stmt.count(args.start, self.vars, minimum=-math.inf, whole=False)
+        stop = stmt.count(args.stop, self.vars, minimum=-math.inf, whole=False)
         for value in range(start, stop):
             self.vars[var] = value
             self.loop[var] = value
@@ -140,8 +142,9 @@ class RoleRunner:
         self.loop.pop(var, None)
 
     def _tiles(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
-        every = int(self._eval(stmt.args["every"], stmt)) if "every" in stmt.args else 1
-        offset = int(self._eval(stmt.args["offset"], stmt)) if "offset" in stmt.args else 0
+        args = stmt.args
+        every = 1 if args.every is None else stmt.count(args.every, self.vars, minimum=1)
+        offset = 0 if args.offset is None else stmt.count(args.offset, self.vars)
         for ordinal, unit in enumerate(self.cta.units):
             if ordinal < offset or (ordinal - offset) % every:
                 continue
@@ -151,7 +154,7 @@ class RoleRunner:
             yield from self._block(stmt.body)
 
     def _turn(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
-        name = stmt.args["name"]
+        name = stmt.args.name
         turnstile = self.cta.turnstiles.get(name)
         if turnstile is None:
             raise InputError(f"{stmt.where}: unknown turnstile '{name}'")
@@ -180,7 +183,7 @@ class RoleRunner:
     def context(self, stmt: Stmt) -> Tag:
         """The consumer's loop context with ``at`` overrides applied."""
         ctx = dict(self.loop)
-        for key, expr in stmt.args.get("at", {}).items():
+        for key, expr in getattr(stmt.args, "at", _NO_OVERRIDES).items():
             ctx[key] = self._eval(expr, stmt)
         return ctx
 
@@ -198,15 +201,15 @@ class RoleRunner:
         if following is None:
             following = []
             for stmt in stmts[index + 1 :]:
-                if stmt.op == "acquire" and stmt.args.get("buf") == buf:
+                if stmt.op == "acquire" and stmt.args.buf == buf:
                     break
-                if stmt.op in ("tma_load", "cp_async") and stmt.args.get("buf") == buf:
+                if stmt.op in ("tma_load", "cp_async") and stmt.args.buf == buf:
                     following.append(stmt)
             self._lookahead[key] = following
         total = 0.0
         for stmt in following:
             if stmt.guard is None or stmt.guard(self.vars, where=stmt.where):
-                total += float(self._eval(stmt.args["bytes"], stmt))
+                total += stmt.size(stmt.args.bytes, self.vars)
         return total
 
     def transfer(self, nbytes: float, *, operand: str | None, write: bool, tma: bool = False,
@@ -216,13 +219,16 @@ class RoleRunner:
         return self.sm.transfer(nbytes, miss=miss, write=write, tma=tma, on_done=on_done)
 
 
+_NO_OVERRIDES: dict[str, Any] = {}
+
+
 def _span_label(stmt: Stmt) -> str:
     """A short trace label: the op and what it names (``wait ab``, ``cuda softmax``, ``mma wgmma``)."""
     if stmt.label:
         return stmt.label
     args = stmt.args
-    target = (
-        args.get("buf") or args.get("bar") or args.get("queue") or args.get("mix") or args.get("unit") or ""
+    target = next(
+        (v for v in (getattr(args, f, None) for f in ("buf", "bar", "queue", "mix", "unit")) if v), ""
     )
     return f"{stmt.op} {target}".strip()
 
@@ -231,7 +237,7 @@ def _span_label(stmt: Stmt) -> str:
 
 
 def _acquire(rr: RoleRunner, stmt: Stmt, stmts: tuple[Stmt, ...], i: int) -> simpy.Event | None:
-    buf = stmt.args["buf"]
+    buf = stmt.args.buf
     ring = rr.ring(stmt, buf)
     cursor = rr.cursors.setdefault(buf, Cursor())
     expect = rr.expected_bytes(stmts, i, buf) if ring.producer in ("tma", "cp_async") else 0.0
@@ -242,7 +248,7 @@ def _acquire(rr: RoleRunner, stmt: Stmt, stmts: tuple[Stmt, ...], i: int) -> sim
 
 
 def _commit(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    buf = stmt.args["buf"]
+    buf = stmt.args.buf
     ring = rr.ring(stmt, buf)
     cursor = rr.cursors.get(buf)
     if cursor is None:
@@ -254,8 +260,8 @@ def _commit(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
 
 def _wait(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     ctx = rr.context(stmt)
-    if "bar" in stmt.args:
-        name = stmt.args["bar"]
+    if stmt.args.bar is not None:
+        name = stmt.args.bar
         barrier = rr.cta.events.get(name)
         if barrier is None:
             raise InputError(f"{stmt.where}: '{name}' is not an event barrier")
@@ -266,9 +272,9 @@ def _wait(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
         if event is not None:
             rr.blocked_on = f"{stmt.where} (event '{name}' for tile {tile})"
         return event
-    buf = stmt.args["buf"]
+    buf = stmt.args.buf
     if buf in rr.cta.chunks:
-        chunk = int(rr._eval(stmt.args["chunk"], stmt)) if "chunk" in stmt.args else 0
+        chunk = 0 if stmt.args.chunk is None else stmt.count(stmt.args.chunk, rr.vars)
         event = rr.cta.chunks[buf].wait(ctx, chunk)
         if event is not None:
             rr.blocked_on = f"{stmt.where} (chunk {chunk} of '{buf}' for {ctx})"
@@ -282,18 +288,18 @@ def _wait(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 
 def _release(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    buf = stmt.args["buf"]
+    buf = stmt.args.buf
     if buf in rr.cta.chunks:
         return None
     ring = rr.ring(stmt, buf)
-    keep = int(rr._eval(stmt.args["keep"], stmt)) if "keep" in stmt.args else 0
+    keep = 0 if stmt.args.keep is None else stmt.count(stmt.args.keep, rr.vars)
     holder = rr.held.setdefault(buf, [])
     ring.release(holder, keep, after=rr.last_mma if ring.consumer == "umma" else None)
     return None
 
 
 def _arrive(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    name = stmt.args["bar"]
+    name = stmt.args.bar
     if name in rr.cta.named:
         rr.cta.named[name].arrive(rr.warps)
         return None
@@ -305,7 +311,7 @@ def _arrive(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 
 def _sync(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    name = stmt.args["bar"]
+    name = stmt.args.bar
     barrier = rr.cta.named.get(name)
     if barrier is None:
         raise InputError(f"{stmt.where}: '{name}' is not a named barrier")
@@ -327,31 +333,32 @@ def _syncthreads(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 
 def _wait_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    q = rr.queue(stmt.args["queue"])
-    pending = max(0, int(rr._eval(stmt.args["pending"], stmt)))
+    q = rr.queue(stmt.args.queue)
+    pending = stmt.count(stmt.args.pending, rr.vars)
     while q and q[0].processed:
         q.popleft()
     if len(q) <= pending:
         return None
     waits = [q.popleft() for _ in range(len(q) - pending)]
-    rr.blocked_on = f"{stmt.where} (async queue '{stmt.args['queue']}': {len(waits) + pending} in flight)"
+    rr.blocked_on = f"{stmt.where} (async queue '{stmt.args.queue}': {len(waits) + pending} in flight)"
     return waits[-1] if len(waits) == 1 else rr.env.all_of(waits)
 
 
 def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    buf = stmt.args["buf"]
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
-    multicast = int(rr._eval(stmt.args["multicast"], stmt)) if "multicast" in stmt.args else 1
-    operand = stmt.args.get("operand")
+    args = stmt.args
+    buf = args.buf
+    nbytes = stmt.size(args.bytes, rr.vars)
+    multicast = 1 if args.multicast is None else stmt.count(args.multicast, rr.vars, minimum=1)
+    operand = args.operand
     cta = rr.cta
     share = nbytes / multicast
     receivers = cta.peers.get(operand, [cta]) if multicast > 1 and operand else [cta]
     if buf in cta.chunks:
         ctx = rr.context(stmt)
-        if "chunks" in stmt.args:
-            lo, hi = (int(rr._eval(e, stmt)) for e in stmt.args["chunks"])
+        if args.chunks is not None:
+            lo, hi = (stmt.count(e, rr.vars) for e in args.chunks)
         else:
-            lo = int(rr._eval(stmt.args["chunk"], stmt)) if "chunk" in stmt.args else 0
+            lo = 0 if args.chunk is None else stmt.count(args.chunk, rr.vars)
             hi = lo + 1
         per_chunk = share / max(1, hi - lo)
         for c in range(lo, hi):
@@ -372,13 +379,13 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
 
 
 def _tma_store(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    nbytes = stmt.size(stmt.args.bytes, rr.vars)
     rr.queue("tma_store").append(rr.transfer(nbytes, operand=None, write=True))
 
 
 def _cp_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
-    buf = stmt.args.get("buf")
+    nbytes = stmt.size(stmt.args.bytes, rr.vars)
+    buf = stmt.args.buf
     ring = rr.cta.rings.get(buf) if buf else None
     on_done = None
     if ring is not None and ring.producer == "cp_async":
@@ -387,40 +394,39 @@ def _cp_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
             raise InputError(f"{stmt.where}: cp_async into '{buf}' before an acquire of it")
         key = cursor.current.key
         on_done = lambda: ring.credit(key, nbytes)  # noqa: E731
-    rr.queue("cp_async").append(
-        rr.transfer(nbytes, operand=stmt.args.get("operand"), write=False, on_done=on_done)
-    )
+    rr.queue("cp_async").append(rr.transfer(nbytes, operand=stmt.args.operand, write=False, on_done=on_done))
 
 
 def _ldg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
-    rr.queue("ldg").append(rr.transfer(nbytes, operand=stmt.args.get("operand"), write=False))
+    nbytes = stmt.size(stmt.args.bytes, rr.vars)
+    rr.queue("ldg").append(rr.transfer(nbytes, operand=stmt.args.operand, write=False))
 
 
 def _stg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    nbytes = stmt.size(stmt.args.bytes, rr.vars)
     rr.cta.outstanding.append(rr.transfer(nbytes, operand=None, write=True))
 
 
 def _reduce(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    nbytes = stmt.size(stmt.args.bytes, rr.vars)
     return rr.transfer(nbytes, operand=None, write=True)
 
 
 def _smem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    nbytes = stmt.size(stmt.args.bytes, rr.vars)
     event = rr.sm.smem_access(nbytes, label=stmt.op)
-    if "async" in stmt.args and rr._eval(stmt.args["async"], stmt):
+    if stmt.op == "lds" and stmt.args.async_ is not None and rr._eval(stmt.args.async_, stmt):
         rr.queue("lds").append(event)  # software-pipelined fragment loads: complete via wait_async lds
         return None
     return event
 
 
 def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    unit = stmt.args["unit"]
-    m, n, k = (float(rr._eval(e, stmt)) for e in stmt.args["mnk"])
-    dtype = rr.cta.sched.mma_dtype(stmt.args.get("dtype"), rr.vars)
-    cta_group = int(rr._eval(stmt.args["cta_group"], stmt)) if "cta_group" in stmt.args else 1
+    args = stmt.args
+    unit = args.unit
+    m, n, k = (stmt.size(e, rr.vars) for e in args.mnk)
+    dtype = rr.cta.sched.mma_dtype(args.dtype, rr.vars)
+    cta_group = 1 if args.cta_group is None else stmt.count(args.cta_group, rr.vars, minimum=1)
     label = stmt.label or f"{unit} {int(m)}x{int(n)}x{int(k)}"
     event, synchronous = rr.sm.mma(unit, dtype, (m, n, k), warps=rr.warps, cta_group=cta_group,
                                    pair=rr.cta.pair, label=label, where=stmt.where)  # fmt: skip
@@ -433,7 +439,7 @@ def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 
 def _tmem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
-    nbytes = float(rr._eval(stmt.args["bytes"], stmt))
+    nbytes = stmt.size(stmt.args.bytes, rr.vars)
     event = rr.sm.tmem_access(nbytes, label=stmt.op)
     if stmt.op == "tmem_load":
         rr.queue("tmem_ld").append(event)
@@ -442,16 +448,17 @@ def _tmem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
 
 
 def _cuda(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
-    elems = float(rr._eval(stmt.args["elems"], stmt))
-    if "mix" in stmt.args:
-        mix = rr.cta.sched.mixes.get(stmt.args["mix"])
+    args = stmt.args
+    elems = stmt.size(args.elems, rr.vars)
+    if args.mix is not None:
+        mix = rr.cta.sched.mixes.get(args.mix)
         if mix is None:
             raise InputError(
-                f"{stmt.where}: unknown mix '{stmt.args['mix']}'; known: {', '.join(rr.cta.sched.mixes)}"
+                f"{stmt.where}: unknown mix '{args.mix}'; known: {', '.join(rr.cta.sched.mixes)}"
             )
     else:
-        mix = stmt.args["ops"]
-    label = stmt.label or (stmt.args.get("mix") or "cuda")
+        mix = args.ops
+    label = stmt.label or (args.mix or "cuda")
     return rr.sm.cuda(elems, mix, warps=rr.warps, label=label)
 
 

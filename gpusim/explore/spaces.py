@@ -1,0 +1,212 @@
+"""Candidate spaces for the tuner: the tile, stage and cluster choices the real libraries consider.
+
+- Hopper (sm_90) GEMMs: CUTLASS's warp-specialized kernels (cooperative: 128 or 256 rows, ping-pong: 64 or
+  128 rows per consumer warpgroup; 64..256 columns; 1x1, 2x1 and 1x2 clusters; K tile of 128 bytes; as
+  many stages as fit, like ``StageCountAutoCarveout``), for fp16/bf16/fp8 and tf32 (wgmma tf32).
+- Blackwell (sm_100) GEMMs: CUTLASS's tcgen05 kernels, 1-SM and 2-SM (CTA pair) MMAs, 64..256 columns,
+  clusters along N of 1 or 2.
+- Ampere (sm_80+) GEMMs: CUTLASS's multistage cp.async tiles (128x256, 256x128, 128x128, 128x64, 64x128,
+  64x64; K tile of 64 bytes; 3 to 6 stages), tf32 with the m16n8k8 instruction.
+- Volta (sm_70) GEMMs: the mma.sync tiles of the same shapes with two-stage register staging.
+- DeepGEMM FP8 (``gemm_fp8_deepgemm``): DeepGEMM's own list, BLOCK_M 64/128/256, BLOCK_N 16..256 in steps
+  of 16, clusters 1x1, 1x2, 2x1 (deep_gemm ``get_best_config``).
+- Attention: FlashAttention-2 (BM 64/128, BN 32..128), FlashAttention-3 (tile_size_fwd_sm90's BM 128/192
+  and BN 64..224 in steps of 16), FlashAttention-4 (BN 64/128, one or two Q stages).
+
+Candidates name parameters the way the schedule spells them (``BM`` or ``BLOCK_M``), so the spaces work
+before and after the schedules' vocabulary is unified.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpusim.arch import Arch
+from gpusim.dtypes import bytes_per_element, canonical_dtype
+
+GEMM_KERNELS = ("auto:gemm", "auto", "gemm")
+ATTENTION_KERNELS = ("auto:attention", "auto:attn", "attention")
+GEMM_PROBLEM_KEYS = ("M", "N", "K", "dtype", "groups")
+ATTENTION_PROBLEM_KEYS = (
+    "batch",
+    "heads",
+    "heads_kv",
+    "seqlen_q",
+    "seqlen_kv",
+    "head_dim",
+    "causal",
+    "dtype",
+)
+FIT = "fit"
+"""A STAGES value meaning: as many as the shared memory holds (the tuner resolves it with the checks)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration the tuner may predict: a schedule and its parameter values."""
+
+    schedule: str
+    params: tuple[tuple[str, Any], ...]
+    origin: str
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """The parameters as a mapping."""
+        return dict(self.params)
+
+
+def _spec_keys(schedule: str) -> set[str]:
+    from gpusim.schedule.load import read_spec
+
+    spec = read_spec(schedule)
+    return {*spec.problem, *spec.params}
+
+
+def _named(schedule: str, values: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Spell each parameter as the schedule does: ``BM`` may be ``BLOCK_M`` and the reverse."""
+    keys = _spec_keys(schedule)
+    aliases = {"BM": "BLOCK_M", "BN": "BLOCK_N", "BLOCK_M": "BM", "BLOCK_N": "BN"}
+    out: list[tuple[str, Any]] = []
+    for key, value in values.items():
+        name = key if key in keys or aliases.get(key) not in keys else aliases[key]
+        out.append((name, value))
+    return tuple(out)
+
+
+def _k_tile(dtype: str, tile_bytes: int) -> int:
+    return max(8, tile_bytes // max(1, int(bytes_per_element(dtype))))
+
+
+def _hopper(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
+    bk = _k_tile(dtype, 128)
+    out: list[Candidate] = []
+    for bm, bn in ((128, 64), (128, 128), (128, 256), (256, 64), (256, 128)):
+        for cluster_m in (1, 2):
+            splits = (1,) if tiles_fill_sms else (1, 2, 4)
+            for s in splits:
+                values = {"BM": bm, "BN": bn, "BK": bk, "STAGES": FIT, "CLUSTER_M": cluster_m, "SPLITS": s}
+                out.append(Candidate("gemm_ws_cooperative", _named("gemm_ws_cooperative", values),
+                                     f"CUTLASS sm90 cooperative {bm}x{bn}x{bk}, cluster {cluster_m}x1"))  # fmt: skip
+    for bm, bn in ((64, 64), (64, 128), (64, 256), (128, 64), (128, 128), (128, 256)):
+        for cluster_n in (1, 2):
+            values = {"BM": bm, "BN": bn, "BK": bk, "STAGES": FIT, "CLUSTER_N": cluster_n}
+            out.append(Candidate("gemm_ws_pingpong", _named("gemm_ws_pingpong", values),
+                                 f"CUTLASS sm90 ping-pong {bm}x{bn}x{bk}, cluster 1x{cluster_n}"))  # fmt: skip
+    return out
+
+
+def _blackwell(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
+    bk = _k_tile(dtype, 128)
+    out: list[Candidate] = []
+    for pair in (1, 0):
+        for bn in (64, 128, 192, 256):
+            for cluster_n in (1, 2):
+                for s in (1,) if tiles_fill_sms else (1, 2, 4):
+                    values = {
+                        "PAIR": pair,
+                        "BM": 128,
+                        "BN": bn,
+                        "BK": bk,
+                        "CLUSTER_N": cluster_n,
+                        "SPLITS": s,
+                    }
+                    mma = f"{256 if pair else 128}x{bn}"
+                    out.append(Candidate("gemm_tcgen05", _named("gemm_tcgen05", values),
+                                         f"CUTLASS sm100 {'2SM' if pair else '1SM'} MMA {mma}x{bk}, cluster "
+                                         f"{1 + pair}x{cluster_n}"))  # fmt: skip
+    return out
+
+
+def _ampere(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
+    bk = _k_tile(dtype, 64)
+    out: list[Candidate] = []
+    for bm, bn in ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 64)):
+        warp_m, warp_n = min(64, bm), min(64, bn // 2 if bn >= 128 else bn)
+        for s in (1,) if tiles_fill_sms else (1, 2, 4):
+            values: dict[str, Any] = {"BM": bm, "BN": bn, "BK": bk, "WM": warp_m, "WN": warp_n, "STAGES": FIT,
+                                      "SPLITS": s}  # fmt: skip
+            if dtype == "tf32":
+                values["INSTR_K"] = 8  # mma.sync m16n8k8 for tf32
+            out.append(Candidate("gemm_cp_async", _named("gemm_cp_async", values),
+                                 f"CUTLASS sm80 multistage {bm}x{bn}x{bk}, warp {warp_m}x{warp_n}"))  # fmt: skip
+    return out
+
+
+def _volta(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
+    out: list[Candidate] = []
+    for bm, bn in ((128, 256), (256, 128), (128, 128), (64, 128)):
+        for s in (1,) if tiles_fill_sms else (1, 2, 4):
+            values = {"BM": bm, "BN": bn, "BK": 32, "SPLITS": s}
+            out.append(Candidate("gemm_sync", _named("gemm_sync", values), f"CUTLASS sm70 {bm}x{bn}x32"))
+    return out
+
+
+def deepgemm_space() -> list[Candidate]:
+    """DeepGEMM's candidate list: BLOCK_M 64/128/256, BLOCK_N 16..256 step 16, clusters 1x1, 1x2, 2x1."""
+    out: list[Candidate] = []
+    for cluster_m, cluster_n in ((1, 1), (1, 2), (2, 1)):
+        for bm in (64, 128, 256):
+            for bn in range(16, 257, 16):
+                values = {"BM": bm, "BN": bn, "CLUSTER_M": cluster_m, "CLUSTER_N": cluster_n}
+                out.append(Candidate("gemm_fp8_deepgemm", _named("gemm_fp8_deepgemm", values),
+                                     f"DeepGEMM {bm}x{bn}, cluster {cluster_m}x{cluster_n}"))  # fmt: skip
+    return out
+
+
+def gemm_space(arch: Arch, problem: dict[str, Any]) -> list[Candidate]:
+    """The GEMM candidates for ``arch``: every generation whose MMA unit the arch has (the checks refuse
+    the rest), newest first; split-K variants only when the output tiles alone cannot fill the SMs."""
+    dtype = canonical_dtype(str(problem.get("dtype", "bf16")))
+    m, n = int(problem.get("M", 8192)), int(problem.get("N", 8192))
+    tiles_fill_sms = (m // 128) * (n // 128) * int(problem.get("groups", 1)) >= arch.sm_count
+    version = arch.sm_version
+    out: list[Candidate] = []
+    if version >= 100:
+        out += _blackwell(dtype, tiles_fill_sms)
+    if version == 90:
+        out += _hopper(dtype, tiles_fill_sms)
+    if version >= 80:
+        out += _ampere(dtype, tiles_fill_sms)
+    if version >= 70:
+        out += _volta(dtype, tiles_fill_sms)
+    return out
+
+
+def attention_space(arch: Arch, problem: dict[str, Any]) -> list[Candidate]:
+    """Attention forward candidates: FA4 on sm_100, FA3 on sm_90, FA2 on sm_80 and later."""
+    out: list[Candidate] = []
+    if arch.sm_version >= 100:
+        for bn in (64, 128):
+            for q_stage in (1, 2):
+                values = {"BN": bn, "Q_STAGE": q_stage}
+                out.append(Candidate("attn_fa4_fwd", _named("attn_fa4_fwd", values),
+                                     f"FlashAttention-4 {128 * q_stage}x{bn}"))  # fmt: skip
+    if arch.sm_version == 90:
+        for bm in (128, 192):
+            for bn in range(64, 225, 16):
+                values = {"BM": bm, "BN": bn}
+                out.append(
+                    Candidate("attn_fa3_fwd", _named("attn_fa3_fwd", values), f"FlashAttention-3 {bm}x{bn}")
+                )
+    if arch.sm_version >= 80:
+        for bm in (64, 128):
+            for bn in (32, 64, 128):
+                values = {"BM": bm, "BN": bn}
+                out.append(
+                    Candidate("attn_fa2_fwd", _named("attn_fa2_fwd", values), f"FlashAttention-2 {bm}x{bn}")
+                )
+    return out
+
+
+def space_for(kernel: str, arch: Arch, problem: dict[str, Any]) -> list[Candidate]:
+    """The candidates of ``kernel``: ``auto:gemm``, ``auto:attention``, ``gemm_fp8_deepgemm`` or any
+    schedule with tunable tile parameters (its slice of the GEMM / attention spaces)."""
+    if kernel in GEMM_KERNELS:
+        return gemm_space(arch, problem)
+    if kernel in ATTENTION_KERNELS:
+        return attention_space(arch, problem)
+    if kernel == "gemm_fp8_deepgemm":
+        return deepgemm_space()
+    pool = [*gemm_space(arch, problem), *attention_space(arch, problem)]
+    return [c for c in pool if c.schedule == kernel]
