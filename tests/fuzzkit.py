@@ -93,7 +93,7 @@ def _no_constants(name: str) -> float:
     raise ValueError(f"not strict JSON: {name}")
 
 
-def problems(outcome: Outcome, *, max_line_chars: int = 600) -> list[str]:
+def problems(outcome: Outcome, *, max_line_chars: int = 1000) -> list[str]:
     """Every promise this run broke (empty when it behaved)."""
     found: list[str] = []
     if outcome.rc == HUNG:
