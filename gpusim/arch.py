@@ -28,7 +28,9 @@ OperandSpace = Literal["rmem", "smem", "tmem"]
 class StrictModel(BaseModel):
     """Base for every schema model: unknown keys refused, numbers must be numbers, docs per field."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True, allow_inf_nan=False
+    )
 
 
 class Clocks(StrictModel):
@@ -139,6 +141,10 @@ class CudaCores(StrictModel):
     """Conversions from 32-bit to smaller float types per clock per SM."""
 
 
+MAX_INSTR_EXTENT = 4096
+"""A bound on an MMA instruction's m, n or k extent (the largest real one, tcgen05 n, is 256)."""
+
+
 class InstrShapes(StrictModel):
     """A family of legal MMA instruction shapes: every combination of the listed m, n and k."""
 
@@ -155,8 +161,17 @@ class InstrShapes(StrictModel):
     def _one_n_form(self) -> InstrShapes:
         if (self.n is None) == (self.n_range is None):
             raise ValueError("give exactly one of 'n' or 'n_range'")
-        if self.n_range is not None and len(self.n_range) != 3:
-            raise ValueError("'n_range' must be [min, max, step]")
+        if self.n_range is not None:
+            if len(self.n_range) != 3:
+                raise ValueError("'n_range' must be [min, max, step]")
+            lo, hi, step = self.n_range
+            if not (1 <= lo <= hi <= MAX_INSTR_EXTENT) or step < 1:
+                raise ValueError(
+                    f"'n_range' [{lo}, {hi}, {step}] must have 1 <= min <= max <= {MAX_INSTR_EXTENT} and step >= 1"
+                )
+        for name, values in (("m", self.m), ("n", self.n or []), ("k", self.k)):
+            if any(not 1 <= v <= MAX_INSTR_EXTENT for v in values):
+                raise ValueError(f"'{name}' extents must be between 1 and {MAX_INSTR_EXTENT}")
         return self
 
     def n_values(self) -> list[int]:
@@ -166,9 +181,16 @@ class InstrShapes(StrictModel):
         lo, hi, step = self.n_range  # type: ignore[misc]
         return list(range(lo, hi + 1, step))
 
+    def allows_n(self, n: int) -> bool:
+        """Whether ``n`` is a legal N extent (without listing a range)."""
+        if self.n is not None:
+            return n in self.n
+        lo, hi, step = self.n_range  # type: ignore[misc]
+        return lo <= n <= hi and (n - lo) % step == 0
+
     def allows(self, m: int, n: int, k: int) -> bool:
         """Whether (m, n, k) is one of these shapes."""
-        return m in self.m and k in self.k and n in self.n_values()
+        return m in self.m and k in self.k and self.allows_n(n)
 
     def describe(self) -> str:
         """Compact text such as ``m64 n8..256/8 k16``."""

@@ -7,12 +7,13 @@ sit inside the commands so that ``gpusim --help`` starts fast.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated, Any
 
 import typer
 
+from gpusim.cli_guard import PLOT_SUFFIXES, TRACE_SUFFIXES, YAML_SUFFIXES, check_output_path, run_guarded
+from gpusim.cli_guard import write_json as _print_json
 from gpusim.compiler import commands as _compiler_commands
 from gpusim.errors import EXIT_CODES_HELP, GpusimError, InputError
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
@@ -68,10 +69,6 @@ def _main(
     ] = None,
 ) -> None:
     """Resource-model simulator for GPU kernel schedules (Volta to Blackwell)."""
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n")
 
 
 def _one_format(as_json: bool, as_csv: bool) -> None:
@@ -178,6 +175,8 @@ def predict(
     from gpusim.report.summary import prediction_csv_row, prediction_tables
 
     _one_format(as_json, as_csv)
+    check_output_path(plot, "--plot", PLOT_SUFFIXES)
+    check_output_path(trace, "--trace", TRACE_SUFFIXES)
     if (sm is not None or window is not None) and plot is None:
         raise InputError("--sm and --window choose what --plot draws; add --plot FILE.png")
     from gpusim.sequence import is_sequence_file
@@ -335,6 +334,7 @@ def compare_cmd(
     from gpusim.schedule.load import parse_override
 
     _one_format(as_json, as_csv)
+    check_output_path(plot, "--plot", PLOT_SUFFIXES)
     archs = [a.strip() for a in arch.split(",") if a.strip()]
     vs_sets = []
     for item in vs or []:
@@ -387,6 +387,7 @@ def roofline_cmd(
     from gpusim.report.roofline import point, roofs
 
     _one_format(as_json, as_csv)
+    check_output_path(plot, "--plot", PLOT_SUFFIXES)
     costs = _costs(calibrated, overlay)
     arch_obj = load_arch(arch, costs=costs)
     overrides = _overrides(sets)
@@ -465,6 +466,8 @@ def validate_cmd(
     from gpusim.report.console import make_console, progress_bar, write_csv
 
     _one_format(as_json, as_csv)
+    check_output_path(plot or None, "--plot", PLOT_SUFFIXES)
+    check_output_path(markdown or None, "--markdown", (".md",))
     costs = "calibrated" if calibrated else "datasheet"
     with progress_bar("validate: rows", quiet) as progress:
         results, summary = run_validate(files, costs=costs, arch_filter=arch, jobs=jobs or None,
@@ -527,6 +530,10 @@ def calibrate_cmd(
     from gpusim.calibrate.report import calibrate_text
     from gpusim.report.console import progress_bar
 
+    if not dry_run:
+        check_output_path(out, "--out", YAML_SUFFIXES)
+    if max_rows < 1:
+        raise InputError(f"--max-rows {max_rows}: expected at least 1")
     base = load_arch(arch, costs="datasheet")
     with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
         result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
@@ -559,15 +566,9 @@ register_explore_commands(app)  # sweep, tune, rank-check (gpusim/explore/comman
 
 
 def main() -> None:
-    """Entry point: run the app; a gpusim error is one line on stderr and its exit status."""
-    try:
-        app()
-    except GpusimError as exc:
-        sys.stderr.write(f"gpusim: error: {exc}\n")
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.stderr.write("gpusim: interrupted\n")
-        sys.exit(130)
+    """Entry point: run the app; every failure is one line on stderr with its exit status
+    (usage errors too, with a hint to --help; Ctrl-C is 130)."""
+    run_guarded(app)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,20 @@ rebuilt from its ``args`` (so it crosses process pools intact).
 from __future__ import annotations
 
 import difflib
+import reprlib
 from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
+
+QUOTE_CHARS = 200
+"""The most characters of user input a message quotes."""
+
+
+def quote(text: Any, limit: int = QUOTE_CHARS) -> str:
+    """User input fit for a one-line message: whitespace runs collapsed, at most ``limit`` characters."""
+    flat = " ".join(str(text)[: limit * 4].split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 class GpusimError(Exception):
@@ -29,15 +39,21 @@ class UnknownNameError(InputError):
     """A name (arch id, schedule, op, symbol) that gpusim does not know."""
 
     def __init__(self, kind: str, name: str, known: Iterable[str], where: str = "") -> None:
-        known_list = sorted(set(known))
-        close = difflib.get_close_matches(name, known_list, n=1, cutoff=0.6)
-        hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(known_list)}"
-        prefix = f"{where}: " if where else ""
-        super().__init__(f"{prefix}unknown {kind} '{name}'; {hint}")
-        self.args = (kind, name, tuple(known_list), where)  # rebuilt from these when unpickled
-        self.message = f"{prefix}unknown {kind} '{name}'; {hint}"
+        known_list = tuple(sorted({str(k) for k in known}))
+        super().__init__(kind, name, known_list, where)  # args rebuild the error (simpy, pickling)
+        self.kind = kind
         self.name = name
+        self.known = known_list
+        self.where = where
+        close = difflib.get_close_matches(str(name)[:QUOTE_CHARS], known_list, n=1, cutoff=0.6)
         self.suggestion = close[0] if close else None
+        hint = (
+            f"did you mean '{self.suggestion}'?"
+            if self.suggestion
+            else f"known: {quote(', '.join(known_list), 600)}"
+        )
+        prefix = f"{where}: " if where else ""
+        self.message = f"{prefix}unknown {kind} '{quote(name)}'; {hint}"
 
     def __str__(self) -> str:
         return self.message
@@ -128,10 +144,17 @@ def _yaml_value(value: Any, limit: int = 60) -> str:
         kind = "a list"
     else:
         kind = type(value).__name__
-    text = repr(value)
+    text = _SHORT_REPR.repr(value)  # bounded: never walks the whole of a large (or alias-expanded) value
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return f"{kind} {text}"
+
+
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxlevel = 3
+_SHORT_REPR.maxstring = 80
+_SHORT_REPR.maxother = 80
+_SHORT_REPR.maxlong = 40
 
 
 def _bound(value: Any) -> str:
@@ -183,6 +206,6 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
     errors = exc.errors()
     first = errors[0]
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    path = _field_path(first["loc"])
+    path = quote(_field_path(first["loc"]))
     where = f" field '{path}':" if path else ""
-    return f"{source}:{where} {_describe(first)}{more}"
+    return f"{source}:{where} {quote(_describe(first), 2 * QUOTE_CHARS)}{more}"

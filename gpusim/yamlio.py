@@ -1,4 +1,7 @@
-"""YAML reading with one-line errors and floats written as ``3.35e12`` (YAML 1.2 style)."""
+"""YAML reading with one-line errors and floats written as ``3.35e12`` (YAML 1.2 style).
+
+Reading is bounded: file size, nesting depth and the number of values after alias expansion, so a
+hostile file (an alias bomb, ``/dev/zero``, 10,000 nested lists) is refused quickly with one line."""
 
 from __future__ import annotations
 
@@ -8,12 +11,67 @@ from typing import Any
 
 import yaml
 
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
+from gpusim.textfile import read_text_file
+
+MAX_YAML_BYTES = 1 << 20
+"""The largest YAML file read (the shipped arch and schedule files are under 16 KB)."""
+MAX_YAML_DEPTH = 64
+"""The deepest nesting of mappings and lists."""
+MAX_YAML_VALUES = 200_000
+"""The most values (scalars, lists, mappings) a document may hold once its aliases are expanded."""
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """SafeLoader (libyaml's parser when present: ~10x faster) that also reads ``1e12`` and ``3.35e12``
-    as floats, as YAML 1.2 does."""
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads ``1e12`` and ``3.35e12`` as floats, as YAML 1.2 does, and bounds the
+    nesting depth and the alias-expanded size of a document."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._values = 0
+        self._sizes: dict[int, int] = {}
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        """Compose one node, counting depth and expanded size."""
+        is_alias = self.check_event(yaml.AliasEvent)
+        mark = self.peek_event().start_mark
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested more than {MAX_YAML_DEPTH} levels deep", mark
+                )
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        self._values += self._expanded_size(node, mark) if is_alias else 1
+        if self._values > MAX_YAML_VALUES:
+            raise yaml.composer.ComposerError(
+                None, None, f"more than {MAX_YAML_VALUES:,} values once aliases are expanded", mark
+            )
+        return node
+
+    def _expanded_size(self, node: yaml.Node, mark: yaml.Mark, active: frozenset[int] = frozenset()) -> int:
+        key = id(node)
+        if key in self._sizes:
+            return self._sizes[key]
+        if key in active:
+            raise yaml.composer.ComposerError(None, None, "an alias refers to a value that contains it", mark)
+        size = 1
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            children = []
+        for child in children:
+            size += self._expanded_size(child, mark, active | {key})
+            if size > MAX_YAML_VALUES:
+                break
+        if len(active) == 0 or size > MAX_YAML_VALUES:
+            self._sizes[key] = size
+        return size
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         """Construct a value; a scalar that cannot be converted (``!!float abc``, ``2024-13-01``) is a YAML error."""
@@ -56,7 +114,7 @@ def _construct_mapping_no_duplicates(
             raise yaml.constructor.ConstructorError(
                 "while constructing a mapping",
                 node.start_mark,
-                f"duplicate key '{key_node.value}'",
+                f"duplicate key '{quote(key_node.value)}'",
                 key_node.start_mark,
             )
         seen.add(key_node.value)
@@ -68,8 +126,12 @@ _Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping_no_duplicate
 
 def parse_yaml_text(text: str, source: str) -> Any:
     """Parse YAML text; a syntax error becomes an InputError naming ``source`` and the line."""
+    if len(text) > MAX_YAML_BYTES:
+        raise InputError(f"{source}: {len(text):,} characters is too long (limit {MAX_YAML_BYTES:,})")
     try:
         return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader subclass
+    except RecursionError:
+        raise InputError(f"{source}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         if mark is not None:
@@ -78,20 +140,13 @@ def parse_yaml_text(text: str, source: str) -> Any:
             where = f" line {text.count(chr(10), 0, exc.position) + 1}:"  # type: ignore[attr-defined]
         else:
             where = ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"{source}:{where} invalid YAML: {' '.join(str(problem).split())}") from None
+        problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["?"])[0]
+        raise InputError(f"{source}:{where} invalid YAML: {quote(problem, 300)}") from None
 
 
 def read_yaml_mapping(path: Path) -> dict[str, Any]:
     """Read a YAML file that must hold a mapping at the top level."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a YAML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read file: {exc.__class__.__name__}: {exc}") from None
+    text = read_text_file(Path(path), what="a YAML file", max_bytes=MAX_YAML_BYTES)
     data = parse_yaml_text(text, str(path))
     if data is None:
         raise InputError(f"{path}: the file is empty, expected a YAML mapping at the top level")

@@ -90,7 +90,10 @@ def _select(rows: list[Measurement], arch_id: str, max_rows: int) -> tuple[list[
     if not max_rows or len(usable) <= max_rows:
         return usable, len(usable)
     ordered = sorted(usable, key=lambda m: (family_of(m.schedule), measured_time_us(m), m.index))
-    picks = sorted({round(i * (len(ordered) - 1) / (max_rows - 1)) for i in range(max_rows)})
+    if max_rows == 1:
+        picks = [(len(ordered) - 1) // 2]
+    else:
+        picks = sorted({round(i * (len(ordered) - 1) / (max_rows - 1)) for i in range(max_rows)})
     return sorted((ordered[i] for i in picks), key=lambda m: m.index), len(usable)
 
 

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import csv
+import io
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
+from gpusim.textfile import read_text_file
+
+MAX_CSV_BYTES = 64 << 20
+"""The largest measurement file read (the shipped ones are under 100 KB)."""
+MAX_CELL_CHARS = 4096
+"""The longest cell accepted; a longer one makes its row malformed."""
+MAX_PROBLEM_SIZE = 1 << 40
+"""The largest problem dimension a row may give (beyond any real kernel's)."""
 
 COLUMNS: tuple[str, ...] = (
     "source", "arch", "schedule", "dtype", "M", "N", "K", "batch", "heads", "seqlen_q", "seqlen_kv",
@@ -40,13 +50,17 @@ class Measurement:
 
 
 def parse_scalar(text: str) -> Any:
-    """An int, a float or the text itself."""
+    """An int, a float or the text itself (NaN and infinities are refused)."""
     t = text.strip()
-    for conv in (int, float):
-        try:
-            return conv(t)
-        except ValueError:
-            pass
+    if len(t) <= 100:
+        for conv in (int, float):
+            try:
+                value = conv(t)
+            except ValueError:
+                continue
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"'{t}' is not a finite number")
+            return value
     return t
 
 
@@ -58,7 +72,7 @@ def parse_params(text: str) -> dict[str, Any]:
             continue
         key, sep, value = part.partition("=")
         if not sep:
-            raise ValueError(f"params entry '{part.strip()}' is not key=value")
+            raise ValueError(f"params entry '{quote(part.strip(), 80)}' is not key=value")
         out[key.strip()] = parse_scalar(value)
     return out
 
@@ -69,10 +83,14 @@ def read_measurements(paths: list[str | Path], start: int = 0) -> list[Measureme
     index = start
     for p in paths:
         path = Path(p)
-        if not path.is_file():
+        if not path.exists():
             raise InputError(f"{path}: no such measurement file")
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
+        text = read_text_file(path, what="a measurement CSV file", max_bytes=MAX_CSV_BYTES)
+        csv.field_size_limit(
+            max(csv.field_size_limit(), MAX_CSV_BYTES)
+        )  # a long cell marks its row, not the file
+        reader = csv.reader(io.StringIO(text, newline=""))
+        try:
             header = next(reader, None)
             if header is None:
                 raise InputError(f"{path}: empty file; expected the header {','.join(COLUMNS)}")
@@ -81,11 +99,15 @@ def read_measurements(paths: list[str | Path], start: int = 0) -> list[Measureme
             if missing:
                 raise InputError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
                                  f"(the measurement format is {','.join(COLUMNS)})")  # fmt: skip
-            for lineno, cells in enumerate(reader, start=2):
+            for cells in reader:
                 if not any(c.strip() for c in cells):
                     continue
-                rows.append(_row(path, lineno, index, header, cells))
+                rows.append(_row(path, reader.line_num, index, header, cells))
                 index += 1
+        except csv.Error as exc:
+            raise InputError(
+                f"{path}: line {reader.line_num}: not a valid CSV file: {quote(exc, 120)}"
+            ) from None
     return rows
 
 
@@ -100,6 +122,10 @@ def _row(path: Path, line: int, index: int, header: list[str], cells: list[str])
     }  # fmt: skip
     if len(cells) != len(header):
         return Measurement(**base, error=f"{where}: {len(cells)} cells, the header has {len(header)}")
+    long_cells = [h for h, c in zip(header, cells, strict=True) if len(c) > MAX_CELL_CHARS]
+    if long_cells:
+        return Measurement(**base, error=f"{where}: column {quote(long_cells[0], 40)} is longer than "
+                                         f"{MAX_CELL_CHARS} characters")  # fmt: skip
     try:
         dims: dict[str, int] = {}
         for col in INT_COLUMNS:
@@ -109,13 +135,17 @@ def _row(path: Path, line: int, index: int, header: list[str], cells: list[str])
             try:
                 number = float(text)
             except ValueError:
-                raise ValueError(f"column {col}: '{text}' is not a number") from None
+                raise ValueError(f"column {col}: '{quote(text, 40)}' is not a number") from None
+            if not math.isfinite(number) or number != int(number) or not 0 <= number <= MAX_PROBLEM_SIZE:
+                raise ValueError(f"column {col}: '{quote(text, 40)}' is not a whole number in 0..2**40")
             dims[col] = int(number)
         text = rec["value"].strip()
         try:
             value = float(text)
         except ValueError:
-            raise ValueError(f"column value: '{text}' is not a number") from None
+            raise ValueError(f"column value: '{quote(text, 40)}' is not a number") from None
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"column value: '{quote(text, 40)}' is not a positive finite number")
         params = parse_params(rec["params"])
     except ValueError as exc:
         return Measurement(**base, error=f"{where}: {exc}")

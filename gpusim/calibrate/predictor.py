@@ -10,7 +10,14 @@ from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.calibrate.measurements import Measurement
-from gpusim.errors import DeadlockError, GpusimError, LimitExceeded, ScheduleRefused, UnknownNameError
+from gpusim.errors import (
+    DeadlockError,
+    GpusimError,
+    LimitExceeded,
+    ScheduleRefused,
+    UnknownNameError,
+    quote,
+)
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 
@@ -180,8 +187,11 @@ class Predictor:
         chosen: list[Any] = []
         for i, name in enumerate(s.strip() for s in m.schedule.split("+")):
             if not name.startswith("auto") and name not in schedules() and "/" not in name:
-                raise Skip(f"unknown schedule '{name}'")
-            problem = problem_for(name, m)
+                raise Skip(f"unknown schedule '{quote(name, 80)}'")
+            try:
+                problem = problem_for(name, m)
+            except GpusimError as exc:  # a schedule cell naming a file that is not a schedule
+                raise Skip(quote(exc, 300)) from None
             part = self.part(name, arch, problem, pins[i] if pins else None)
             total += part.time_us
             chosen.append(part.chosen)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -197,6 +197,38 @@ def _row_key(m: Measurement) -> tuple[Any, ...]:
     )
 
 
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _map_in_processes(fn: Any, tasks: list[Any], jobs: int) -> Iterator[Any]:
+    """``fn(t)`` for each of ``tasks`` in ``jobs`` spawned processes, yielded as they finish. Workers
+    ignore Ctrl-C (the parent stops them at once and reports one line); a worker's gpusim error
+    reaches the caller unchanged."""
+    context = multiprocessing.get_context("spawn")
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the spawned workers
+    try:
+        pool = context.Pool(processes=min(jobs, len(tasks)), initializer=_ignore_interrupts)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        results = pool.imap_unordered(fn, tasks)
+        for _ in tasks:
+            while True:
+                try:
+                    out = results.next(timeout=0.1)  # short waits keep the parent responsive to Ctrl-C
+                    break
+                except multiprocessing.TimeoutError:
+                    continue
+            yield out
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    pool.close()
+    pool.join()
+
+
 def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_filter: str | None = None,
                  jobs: int | None = None,
                  max_events: int | None = DEFAULT_MAX_EVENTS,
@@ -208,6 +240,12 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
     to the same process, so each distinct prediction runs once.
     """
     t0 = time.perf_counter()
+    if jobs is not None and jobs < 0:
+        raise InputError(f"--jobs {jobs}: expected 0 (the CPU count) or more")
+    if max_events is not None and max_events < 1:
+        raise InputError(f"--max-events {max_events}: expected a whole number of events >= 1")
+    if arch_filter:
+        resolve_arch_id(arch_filter)  # an unknown --arch is one error before any work, not one per worker
     rows = read_measurements(list(paths))
     jobs = jobs or os.cpu_count() or 1
     needs = [m for m in rows if precheck(m) is None]
@@ -219,13 +257,11 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
             parts[slot.get(_row_key(m), 0)].append(m)
         outs = []
         done_rows = 0
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(_worker, (p, costs, arch_filter, max_events)) for p in parts]
-            on_progress(0, len(rows))
-            for future in as_completed(futures):
-                outs.append(future.result())
-                done_rows += len(outs[-1][0])
-                on_progress(done_rows, len(rows))
+        on_progress(0, len(rows))
+        for out in _map_in_processes(_worker, [(p, costs, arch_filter, max_events) for p in parts], jobs):
+            outs.append(out)
+            done_rows += len(out[0])
+            on_progress(done_rows, len(rows))
         results = sorted((r for out, _ in outs for r in out), key=lambda r: r.m.index)
         simulations = sum(n for _, n in outs)
     else:

@@ -11,7 +11,14 @@ from pydantic import ValidationError
 
 from gpusim.arch import Arch
 from gpusim.dtypes import bytes_per_element, canonical_dtype
-from gpusim.errors import InputError, ScheduleRefused, UnknownNameError, format_validation_error
+from gpusim.errors import (
+    InputError,
+    LimitExceeded,
+    ScheduleRefused,
+    UnknownNameError,
+    format_validation_error,
+    quote,
+)
 from gpusim.resources import builtin_dir
 from gpusim.schedule.expr import Expr, ExprError, as_expr
 from gpusim.schedule.ir import Barrier, Buffer, Launch, Operand, Role, Schedule
@@ -76,15 +83,38 @@ def _read_spec(path: Path) -> ScheduleSpec:
     return validate_spec(compose(read_yaml_mapping(path), path), str(path))
 
 
+MAX_PROBLEM_SIZE = 1 << 40
+"""The largest problem size (M, N, K, sequence length, bytes, ...): 1 TiB of bytes, beyond any GPU."""
+MAX_LAUNCH_CTAS = 1 << 22
+"""The most CTAs (times splits) a launch may have: the work plan holds one record per CTA."""
+MAX_STAGES = 1024
+"""The most stages a buffer may have (real pipelines use 2 to 16)."""
+SIZE_FLAGS = frozenset({"causal"})
+"""Problem values that are 0 or 1 rather than sizes."""
+SIZE_MAY_BE_ZERO = frozenset({"masked_m"})
+
+MAX_SET_VALUE_CHARS = 1000
+"""The longest ``--set`` value (an expression is bounded the same way)."""
+
+
 def parse_override(text: str) -> tuple[str, Any]:
     """Split ``KEY=VALUE`` and read VALUE as a YAML scalar (number, bool or text)."""
     if "=" not in text:
-        raise InputError(f"--set '{text}': expected KEY=VALUE")
+        raise InputError(f"--set '{quote(text)}': expected KEY=VALUE")
     key, _, raw = text.partition("=")
     key = key.strip()
     if not key:
-        raise InputError(f"--set '{text}': empty key")
+        raise InputError(f"--set '{quote(text)}': empty key")
+    if not key.isidentifier() or len(key) > 64:
+        raise InputError(f"--set '{quote(key, 80)}': the key is not a parameter name (letters, digits, _)")
+    if len(raw) > MAX_SET_VALUE_CHARS:
+        raise InputError(
+            f"--set {key}: the value is {len(raw):,} characters long; the limit is {MAX_SET_VALUE_CHARS}"
+        )
     value = parse_yaml_text(raw.strip(), f"--set {key}") if raw.strip() else ""
+    if isinstance(value, dict | list):
+        raise InputError(f"--set {key}: expected a number, true/false, a word or an expression, got a "
+                         f"{'mapping' if isinstance(value, dict) else 'list'}")  # fmt: skip
     return key, value
 
 
@@ -99,12 +129,15 @@ def _eval(expr: Any, env: dict[str, Any], where: str) -> Any:
     try:
         return as_expr(expr)(env, where=where)
     except ExprError as exc:
-        raise InputError(f"{where}: {exc}") from None
+        message = str(exc)
+        raise InputError(message if message.startswith(where) else f"{where}: {message}") from None
 
 
 def _int(value: Any, where: str, minimum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{where}: expected a whole number, got {value!r}")
+        raise InputError(
+            f"{where}: expected a whole number, got {quote(repr(value) if not isinstance(value, str) else value, 80)}"
+        )
     if isinstance(value, float) and not value.is_integer():
         raise InputError(f"{where}: expected a whole number, got {value}")
     if minimum is not None and value < minimum:
@@ -167,6 +200,7 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
             if section == "problem" and key == "dtype":
                 continue
         if section == "problem":
+            _check_problem_sizes(spec, env, src)
             if "dtype" not in env:
                 raise InputError(f"{src}: problem.dtype: required field is missing")
             env["elem_bytes"] = bytes_per_element(env["dtype"])
@@ -255,6 +289,39 @@ def _fit(sched: Schedule, spec: ScheduleSpec, arch: Arch, src: str) -> Schedule:
     return sched
 
 
+def _check_problem_sizes(spec: ScheduleSpec, env: dict[str, Any], src: str) -> None:
+    """Problem sizes are whole numbers from 1 (0 where that means 'none') to MAX_PROBLEM_SIZE."""
+    for key in spec.problem:
+        value = env.get(key)
+        if isinstance(value, str) or key == "dtype" or key.endswith("_dtype"):
+            continue
+        where = f"{src}: problem.{key}"
+        if isinstance(value, bool):
+            value = int(value)
+        number = _int(value, where)
+        low = 0 if key in SIZE_FLAGS or key in SIZE_MAY_BE_ZERO else 1
+        high = 1 if key in SIZE_FLAGS else MAX_PROBLEM_SIZE
+        if number < low:
+            raise InputError(
+                f"{where}: expected {'0 or 1' if high == 1 else f'a size >= {low}'}, got {number}"
+            )
+        if number > high:
+            if high == 1:
+                raise InputError(f"{where}: expected 0 or 1, got {number}")
+            raise LimitExceeded(f"{where}: {number:,} is larger than gpusim simulates (at most 2**40)")
+        env[key] = number
+
+
+def _check_launch_size(grid: list[tuple[str, int]], splits: int, src: str) -> None:
+    ctas = splits
+    for _, extent in grid:
+        ctas *= extent
+    if ctas > MAX_LAUNCH_CTAS:
+        shape = " x ".join(f"{d} {e:,}" for d, e in grid) + (f" x {splits} splits" if splits > 1 else "")
+        raise LimitExceeded(f"{src}: launch.grid: {shape} is {ctas:,} CTAs; gpusim simulates at most "
+                            f"{MAX_LAUNCH_CTAS:,} per launch (use a smaller problem)")  # fmt: skip
+
+
 def _bool(value: Any, where: str) -> bool:
     if isinstance(value, bool):
         return value
@@ -277,6 +344,7 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
     parts = None if sch.parts is None else _num(sch.parts, env, f"{src}: launch.scheduler.parts", 1)
     pinned = ls.ctas_per_sm != "auto"
     ctas_per_sm = _num(ls.ctas_per_sm, env, f"{src}: launch.ctas_per_sm", 1) if pinned else 0
+    _check_launch_size(grid, _num(sch.splits, env, f"{src}: launch.scheduler.splits", 1), src)
     return Launch(
         grid=tuple(grid),
         fields={k: as_expr(v) for k, v in ls.fields.items()},
@@ -301,6 +369,10 @@ def _resolve_buffer(name: str, b: Any, env: dict[str, Any], src: str) -> Buffer:
     producer = consumer = None
     if b.protocol is not None:
         producer, _, consumer = b.protocol.partition("->")
+    if b.stages != "fit" and env.get(str(b.stages)) != "fit":
+        stages = _num(b.stages, env, f"{where}.stages", 1)
+        if stages > MAX_STAGES:
+            raise InputError(f"{where}.stages: must be between 1 and {MAX_STAGES}, got {stages}")
     return Buffer(
         name=name,
         space=b.space,

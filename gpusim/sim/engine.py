@@ -323,10 +323,16 @@ def simulate(
             skipped += ff.checkpoint(events)
     blocked = [r for r in builder.runners if not r.finished]
     if blocked:
+        sites: dict[tuple[str, str], list[Any]] = {}
+        for r in blocked:  # one entry per (role, wait site), not one per CTA: the report stays one line
+            sites.setdefault((r.name, str(r.blocked_on)), []).append(r)
         lines = "; ".join(
-            f"{r.name} (cta {r.cta.rank}, sm {r.sm.index}) at {r.blocked_on}" for r in blocked[:6]
+            f"{name} (cta {rs[0].cta.rank}, sm {rs[0].sm.index}"
+            + (f", and {len(rs) - 1} more like it" if len(rs) > 1 else "")
+            + f") at {site}"
+            for (name, site), rs in list(sites.items())[:4]
         )
-        more = f" and {len(blocked) - 6} more" if len(blocked) > 6 else ""
+        more = f" and {len(sites) - 4} more" if len(sites) > 4 else ""
         raise DeadlockError(f"{sched.name} on {arch.id}: deadlock at t={env.now / 1000:.3f} us; blocked roles: "
                             f"{lines}{more}")  # fmt: skip
     kernel_ns = env.now

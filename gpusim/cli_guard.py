@@ -1,0 +1,206 @@
+"""What stands between the ``gpusim`` command and the user: one-line errors with documented exit
+statuses, usage errors with a hint to ``--help``, Ctrl-C, strict JSON, and output paths checked before
+any work starts."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from gpusim.errors import DeadlockError, GpusimError, InputError, ScheduleRefused, SimulationTimeout, quote
+
+try:  # typer vendors click from 0.26 on
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+except ImportError:  # pragma: no cover - older typer with click as a dependency
+    from click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
+
+    NoArgsIsHelpError = None  # type: ignore[assignment,misc]
+from typer import Abort, Exit
+
+EXIT_OK = 0
+EXIT_INPUT = 2
+EXIT_REFUSED = 3
+EXIT_DEADLOCK = 4
+EXIT_LIMIT = 5
+EXIT_INTERRUPTED = 130
+EXIT_INTERNAL = 70
+"""A bug in gpusim (never expected; reported in one line, the traceback with GPUSIM_DEBUG=1)."""
+
+MAX_MESSAGE_CHARS = 1000
+
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+TRACE_SUFFIXES = (".json",)
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def exit_code_for(exc: GpusimError) -> int:
+    """The documented exit status of a gpusim error (a class may set ``exit_code`` itself)."""
+    code = getattr(type(exc), "exit_code", None)
+    if isinstance(code, int):
+        return code
+    if isinstance(exc, ScheduleRefused):
+        return EXIT_REFUSED
+    if isinstance(exc, DeadlockError):
+        return EXIT_DEADLOCK
+    if isinstance(exc, SimulationTimeout):
+        return EXIT_LIMIT
+    return EXIT_INPUT
+
+
+def one_line(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``message`` on one line, at most ``limit`` characters."""
+    return quote(message, limit)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    _flush_stdout()
+    sys.stderr.write(f"gpusim: {message}\n")
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        _silence_stdout()
+    except OSError as exc:
+        _silence_stdout()
+        sys.stderr.write(f"gpusim: error: cannot write the output: {exc.strerror or exc}\n")
+        sys.exit(EXIT_INPUT)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _usage_hint(exc: Any) -> str:
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "gpusim"
+    return f"see '{path} --help'"
+
+
+def run_guarded(app: Callable[..., Any]) -> NoReturn:
+    """Run the typer ``app`` and exit with a documented status; every failure is one line on stderr."""
+    try:
+        rv = app(standalone_mode=False)
+    except GpusimError as exc:
+        _fail(f"error: {one_line(str(exc))}", exit_code_for(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted", EXIT_INTERRUPTED)
+    except Abort:  # typer turns an EOF on a prompt, or Ctrl-C in some places, into Abort
+        _fail("interrupted", EXIT_INTERRUPTED)
+    except Exit as exc:
+        _flush_stdout()
+        sys.exit(exc.exit_code)
+    except ClickException as exc:
+        if NoArgsIsHelpError is not None and isinstance(exc, NoArgsIsHelpError) and exc.ctx is not None:
+            sys.stdout.write(exc.ctx.get_help() + "\n")
+            _flush_stdout()
+            sys.exit(EXIT_OK)
+        hint = f"; {_usage_hint(exc)}" if isinstance(exc, UsageError) else ""
+        _fail(f"error: {one_line(exc.format_message(), 600)}{hint}", EXIT_INPUT)
+    except BrokenPipeError:  # the reader went away (| head): nothing left to say to anyone
+        _silence_stdout()
+        sys.exit(EXIT_OK)
+    except OSError as exc:
+        if (
+            exc.filename is None and exc.errno is not None
+        ):  # writing stdout (a full disk, a closed descriptor)
+            _silence_stdout()
+            _fail(f"error: cannot write the output: {one_line(exc.strerror or str(exc), 200)}", EXIT_INPUT)
+        _fail(f"error: {exc.filename}: {one_line(exc.strerror or str(exc), 200)}", EXIT_INPUT)
+    except (RecursionError, MemoryError) as exc:
+        _fail(f"error: the input is too large or too deeply nested ({type(exc).__name__})", EXIT_LIMIT)
+    except Exception as exc:
+        if os.environ.get("GPUSIM_DEBUG"):
+            raise
+        _fail(
+            f"internal error (a bug in gpusim; GPUSIM_DEBUG=1 shows the traceback): "
+            f"{type(exc).__name__}: {one_line(str(exc), 300)}",
+            EXIT_INTERNAL,
+        )
+    if rv == EXIT_INTERRUPTED:  # typer returns Exit(130) for a Ctrl-C it caught itself
+        _fail("interrupted", EXIT_INTERRUPTED)
+    _flush_stdout()
+    sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None (JSON has no such numbers)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def strict_json(data: Any) -> str:
+    """Strict JSON text (RFC 8259): NaN and infinities become null, never ``NaN``/``Infinity``."""
+    return json.dumps(_finite(data), indent=2, allow_nan=False, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item):
+        return _finite(item())
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def write_json(data: Any) -> None:
+    """Print ``data`` as strict JSON on stdout."""
+    sys.stdout.write(strict_json(data) + "\n")
+
+
+def check_output_path(path: str | None, option: str, suffixes: Iterable[str]) -> Path | None:
+    """Refuse, before any work starts, an output path that cannot be written as asked: a missing or
+    read-only directory, a directory in place of a file, or a suffix other than ``suffixes``."""
+    if path is None:
+        return None
+    allowed = tuple(suffixes)
+    shown = quote(path)
+    if not path.strip():
+        raise InputError(f"{option}: empty path")
+    if "\0" in path:
+        raise InputError(f"{option} '{shown}': the path contains a NUL character")
+    target = Path(path)
+    try:
+        if target.is_dir():
+            raise InputError(f"{option} '{shown}': is a directory, expected a file name")
+    except OSError:
+        pass  # reported below
+    suffix = target.suffix.lower()
+    if suffix not in allowed:
+        known = ", ".join(allowed)
+        if not suffix:
+            raise InputError(f"{option} '{shown}': give the file extension ({known})")
+        raise InputError(f"{option} '{shown}': unknown extension '{quote(suffix, 20)}'; expected {known}")
+    try:
+        if target.is_dir():
+            raise InputError(f"{option} '{shown}': is a directory, expected a file name")
+        parent = target.parent if str(target.parent) else Path(".")
+        if not parent.is_dir():
+            raise InputError(f"{option} '{shown}': directory '{quote(parent)}' does not exist")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise InputError(f"{option} '{shown}': directory '{quote(parent)}' is not writable")
+        if target.exists() and not os.access(target, os.W_OK):
+            raise InputError(f"{option} '{shown}': the file exists and is not writable")
+    except OSError as exc:  # a name too long, a loop of symlinks
+        raise InputError(f"{option} '{shown}': {exc.strerror or type(exc).__name__}") from None
+    return target

@@ -1,0 +1,138 @@
+"""Fuzz the ``gpusim`` command: hostile argument lists, run in forked children with a hard time bound.
+
+Every run must end with a documented exit status (0, 2, 3, 4, 5), no traceback, one line on stderr
+when it fails, and strict JSON for ``--json`` (see fuzzkit.py). The cases are chosen to fail before a
+simulation starts, so the whole file stays fast."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from fuzzkit import HUNG, problems, run_forked
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gpusim.cli  # noqa: F401  (imported once here, so each forked run starts at once)
+from gpusim.arch import archs_dir
+
+TIME_BOUND_S = 30.0
+"""A run still going after this long counts as a hang (the runs here take well under a second)."""
+FUZZ_EXAMPLES = int(os.environ.get("GPUSIM_FUZZ_EXAMPLES", "30"))
+
+
+def _check(args: list[str]) -> None:
+    outcome = run_forked(args, timeout_s=TIME_BOUND_S)
+    found = problems(outcome)
+    assert not found, (found, args[:6], outcome.stderr[-600:])
+
+
+HOSTILE_SETS = [
+    "M=10**10**10", "M=.inf", "M=.nan", "M=2.0**10000", "M=10**400", "M=" + "+".join(["1"] * 5000),
+    "M=" + "(" * 300 + "1" + ")" * 300, "M=-4096", "M=0", "M=1e12", "M=abc", "M=[1, 2]", "M={a: 1}",
+    "M=1/0", "M=foo + 1", "x" * 200_000 + "=1", "M", "=5", "dtype=zz", "BM=0", "M=4096.5", "M=!!float x",
+    "M=&a 1", "M=*a", "M='\x00'", "M=\ufeff1", "BM=-64", "STAGES=1000000000", "SPLITS=0", "M=true",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", HOSTILE_SETS, ids=range(len(HOSTILE_SETS)))
+def test_hostile_set_values(value: str) -> None:
+    _check(["predict", "gemm_sync", "--arch", "v100", "--set", value, "--json"])
+
+
+def test_alias_bomb_and_deep_nesting(tmp_path: Path) -> None:
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(levels) + "\n")
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    deep_map = tmp_path / "deep_map.yaml"
+    deep_map.write_text("".join("  " * i + f"k{i}:\n" for i in range(3000)))
+    for path in (bomb, deep, deep_map):
+        _check(["archs", "show", str(path)])
+        _check(["predict", "gemm_sync", "--arch", str(path)])
+        _check(["predict", str(path), "--arch", "v100"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [], ["bogus"], ["predict"], ["archs", "show"], ["archs", "--bogus"], ["predict", "gemm_sync", "--sm", "x"],
+        ["validate"], ["validate", "--max-rows", "1"], ["calibrate", "x.csv"], ["predict", "gemm_sync", "--arch"],
+        ["archs", "show", "h1\n0"], ["archs", "show", ""], ["archs", "show", "/tmp"], ["archs", "show", "/dev/zero"],
+        ["predict", "/dev/urandom"], ["predict", "gemm_sync", "--arch", "x" * 100_000], ["schedules", "--json", "x"],
+        ["predict", "gemm_sync", "--window", "5:1"], ["validate", "/dev/zero"], ["validate", "/nonexistent.csv"],
+        ["validate", "data/measurements/x.csv", "--row-timeout", "nan"], ["validate", "x.csv", "--jobs", "-3"],
+    ],
+    ids=lambda a: " ".join(a)[:40],
+)  # fmt: skip
+def test_cli_misuse(args: list[str]) -> None:
+    _check(args)
+
+
+def test_usage_error_is_one_line_with_a_hint() -> None:
+    outcome = run_forked(["predict", "--bogus-flag"], timeout_s=TIME_BOUND_S)
+    assert outcome.rc == 2
+    assert outcome.stderr.count("\n") == 1 and "--help" in outcome.stderr, outcome.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "name"),
+    [("--plot", "missing/x.png"), ("--plot", "noext"), ("--plot", "x.xyz"), ("--plot", "."), ("--trace", "d/t.json"),
+     ("--trace", "t.txt")],
+)  # fmt: skip
+def test_output_paths_are_checked_before_work(tmp_path: Path, option: str, name: str) -> None:
+    target = str(tmp_path / name) if name != "." else str(tmp_path)
+    outcome = run_forked(["predict", "gemm_sync", "--arch", "v100", option, target], timeout_s=TIME_BOUND_S)
+    assert outcome.rc == 2, outcome.stderr
+    assert not problems(outcome)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "nothing is written anywhere"
+
+
+def test_calibrate_out_to_a_directory_is_refused_before_the_fit(tmp_path: Path) -> None:
+    outcome = run_forked(
+        ["calibrate", "nope.csv", "--arch", "v100", "--out", str(tmp_path)], timeout_s=TIME_BOUND_S
+    )
+    assert outcome.rc == 2 and "is a directory" in outcome.stderr, outcome.stderr
+
+
+def test_archs_json_is_strict(tmp_path: Path) -> None:
+    outcome = run_forked(["archs", "--json"], timeout_s=TIME_BOUND_S)
+    assert not problems(outcome)
+    assert len(json.loads(outcome.stdout)) >= 14
+
+
+H100 = (archs_dir() / "h100.yaml").read_text(encoding="utf-8")
+ARCH_EDITS = [
+    ("sm_count: 132", "sm_count: .nan"), ("sm_count: 132", "sm_count: .inf"), ("sm_count: 132", "sm_count: 0"),
+    ("sm_count: 132", "sm_count: 1" + "0" * 5000), ("[8, 256, 8]", "[8, 1000000000000, 8]"),
+    ("[8, 256, 8]", "[8, 256, 0]"), ("[8, 256, 8]", "[8, 256, -8]"), ("id: h100", "id: \"h1\\n00\""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("old", "new"), ARCH_EDITS, ids=range(len(ARCH_EDITS)))
+def test_hostile_arch_numbers(tmp_path: Path, old: str, new: str) -> None:
+    assert old in H100
+    path = tmp_path / "edited.yaml"
+    path.write_text(H100.replace(old, new, 1))
+    _check(["archs", "show", str(path), "--json"])
+
+
+WORDS = ["predict", "compare", "roofline", "archs", "show", "schedules", "validate", "calibrate", "--json",
+         "--arch", "--set", "--vs", "--plot", "--trace", "--sm", "--window", "--datasheet", "--calibrated",
+         "--max-rows", "--jobs", "--out", "--dry-run", "--help", "gemm_sync", "auto:gemm", "h100", "v100", "h10",
+         "M=0", "M=-1", "M=x", "K=.nan", "BM=7", "0", "-1", "1e999", "", "--", "-", "=", "/dev/null"]  # fmt: skip
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6))
+def test_random_argument_lists(args: list[str]) -> None:
+    starts_work = {"predict", "compare", "roofline", "validate", "calibrate"} & set(args)
+    if starts_work and "--help" not in args:  # keep the fuzz quick: no run may start a long simulation
+        args = [*args, "--arch", "h10"]
+    outcome = run_forked(args, timeout_s=TIME_BOUND_S)
+    assert outcome.rc != HUNG, args
+    assert not problems(outcome), (problems(outcome), args, outcome.stderr[-400:])

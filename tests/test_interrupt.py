@@ -1,0 +1,33 @@
+"""Ctrl-C during a multi-process ``gpusim validate``: one line, exit status 130, no worker tracebacks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gpusim.resources import builtin_dir
+
+
+def test_ctrl_c_during_parallel_validate_is_one_line(tmp_path: Path) -> None:
+    files = sorted(str(p) for p in (builtin_dir("data") / "measurements").glob("*.csv"))
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpusim", "validate", *files, "--jobs", "2", "--quiet"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    time.sleep(4.0)  # let the workers start and begin predicting
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole group gets SIGINT
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, err[-800:])
+    assert err.strip() == "gpusim: interrupted", err[-800:]
+    assert "Traceback" not in out
