@@ -532,8 +532,8 @@ def calibrate_cmd(
 
     if not dry_run:
         check_output_path(out, "--out", YAML_SUFFIXES)
-    if max_rows < 1:
-        raise InputError(f"--max-rows {max_rows}: expected at least 1")
+    if max_rows < 0:
+        raise InputError(f"--max-rows {max_rows}: expected 0 (every usable row) or more")
     base = load_arch(arch, costs="datasheet")
     with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
         result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
