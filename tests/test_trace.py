@@ -10,11 +10,11 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from test_golden import PROBLEMS
 
 import gpusim
 from gpusim.report.timeline import busy_fractions
 from gpusim.report.trace import trace_events, us_of_ns
-from tests.test_golden import PROBLEMS
 
 
 def _ns(us: float) -> tuple[int, int]:
