@@ -99,7 +99,7 @@ def test_auto_gemm_without_a_problem_predicts_the_documented_default() -> None:
 @pytest.mark.parametrize("name", schedules())
 def test_interval_contains_the_point(name: str) -> None:
     """For every schedule on its reference arch with calibrated costs, the 80% interval holds the point."""
-    from tests.test_golden import PROBLEMS
+    from test_golden import PROBLEMS
 
     p = gpusim.predict(name, attribute=False, **PROBLEMS[name])
     assert p.interval.contains(p.time_us), p.interval
