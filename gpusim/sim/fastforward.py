@@ -67,6 +67,26 @@ class _Unsupported(Exception):
     """A piece of state the snapshot cannot describe; no checkpoint is taken."""
 
 
+# Every field of a ring Stage and how a jump treats it: "slot" fields say where the stage sits in its
+# ring (recomputed from the sequence number it lands on), "occupant" fields travel with the occupant
+# to the stage its sequence number lands on. The one declaration both lists below derive from.
+_STAGE_STATE: dict[str, str] = {
+    "index": "slot",
+    "freed": "slot",
+    "open_gen": "slot",
+    "tag": "occupant",
+    "key": "occupant",
+    "expected_bytes": "occupant",
+    "arrivals": "occupant",
+    "commits": "occupant",
+    "full": "occupant",
+    "releases": "occupant",
+    "expected_releases": "occupant",
+    "open_ns": "occupant",
+    "full_ns": "occupant",
+}
+_STAGE_FIELDS = tuple(name for name, how in _STAGE_STATE.items() if how == "occupant")
+
 # Fields of every simulation class the snapshot reads or knows to be irrelevant. If a class gains a
 # field, the fast-forward cannot know whether it is state, so it stays off (exact run).
 _KNOWN_FIELDS: dict[type, frozenset[str]] = {
@@ -153,23 +173,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "ff",
         }
     ),
-    Stage: frozenset(
-        {
-            "index",
-            "freed",
-            "open_gen",
-            "tag",
-            "key",
-            "expected_bytes",
-            "arrivals",
-            "commits",
-            "full",
-            "releases",
-            "expected_releases",
-            "open_ns",
-            "full_ns",
-        }
-    ),
+    Stage: frozenset(_STAGE_STATE),
     RoleRunner: frozenset(
         {
             "cta",
@@ -961,8 +965,8 @@ def _holds_miss(entry: tuple, d: dict[str, int], periods: int) -> int:
 def _holds_releases(entry: tuple, d: dict[str, int], periods: int) -> int:
     ring, tag, count = entry
     moving = {k: d[k] for k in tag if d.get(k)}
-    if not moving:
-        return periods
+    if "tile" not in moving:
+        return periods  # the engine's release counts read only the tag's tile (see observe_releases)
     for m in range(1, periods + 1):
         shifted = {k: v + m * moving.get(k, 0) for k, v in tag.items()}
         if max(1, ring.expected_releases(shifted)) != count:
@@ -1038,20 +1042,6 @@ def _move_tokens(handles: list[tuple[Any, str]], deltas: list[int], periods: int
             owner.credits[tag_key(tag)] = owner.credits.pop(key)
         else:
             owner.key = tag_key(tag)
-
-
-_STAGE_FIELDS = (
-    "tag",
-    "key",
-    "expected_bytes",
-    "arrivals",
-    "commits",
-    "full",
-    "releases",
-    "expected_releases",
-    "open_ns",
-    "full_ns",
-)
 
 
 def _shift_ring(ring: StageRing, shift: float, opens: int) -> dict[int, Stage]:
