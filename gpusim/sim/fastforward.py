@@ -220,6 +220,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "pair",
             "outstanding",
             "operand_multicast",
+            "memo",
         }
     ),
     NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),
