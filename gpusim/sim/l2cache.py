@@ -29,10 +29,18 @@ def panel_miss_fractions(
     result: list[dict[str, float]] = []
     env = dict(sched.env)
     memo = ExprMemo()
+    read: frozenset[str] = frozenset()
+    for operand in sched.operands.values():
+        read = read.union(operand.bytes.names, *(k.names for k in operand.key))
+    static = {n: env[n] for n in read if n in env}  # what the keys and sizes read, not the whole env
     for w in range(plan.num_waves):
         units = plan.wave(w)
         fractions: dict[str, float] = {}
-        locals_ = [{**env, **unit} for unit in units]
+        locals_ = [{**static, **unit} for unit in units]
+        for name, operand in sched.operands.items():  # a name neither has: the full env's error message
+            for expr in (*operand.key, operand.bytes):
+                if units and not expr.names <= locals_[0].keys():
+                    expr({**env, **units[0]}, where=f"operands.{name}")
         for name, operand in sched.operands.items():
             uses: dict[tuple[Any, ...], int] = {}
             sizes: dict[tuple[Any, ...], float] = {}

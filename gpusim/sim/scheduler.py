@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import InputError
+from gpusim.errors import GpusimError, InputError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
 
@@ -215,12 +215,20 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
     memo = ExprMemo()
     field_where = {name: f"{sched.name}: launch.fields.{name}" for name in launch.fields}
 
+    read = frozenset().union(*(expr.names for expr in launch.fields.values()))
+    static = {n: env[n] for n in read if n in env}  # the env the fields read, not all of it per unit
+
     def make_unit(coords: tuple[int, ...], extra: dict[str, Any]) -> Unit:
         unit: Unit = dict(zip(dim_names, coords, strict=True))
         unit.update(extra)
-        local = {**env, **unit}
+        local = dict(static)
+        local.update(unit)
         for name, expr in launch.fields.items():
-            unit[name] = memo(expr, local, field_where[name])
+            try:
+                unit[name] = memo(expr, local, field_where[name])
+            except GpusimError:
+                expr({**env, **unit}, where=field_where[name])  # the error names every known symbol
+                raise
             local[name] = unit[name]
         return unit
 
