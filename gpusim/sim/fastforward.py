@@ -324,13 +324,18 @@ class FastForward:
     _log: dict[tuple, Any] = field(default_factory=dict)
     _dyn_cache: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     _checked: bool = False
+    live_rings: list[StageRing] = field(default_factory=list)
+    """The rings of CTAs with a role still running (``rings`` keeps every ring the run built)."""
+    _stale: bool = True
+    """Runners registered since the live lists were last rebuilt."""
 
     # ---- registration -----------------------------------------------------------------------------
 
     def add_runner(self, runner: RoleRunner, process: simpy.Process) -> None:
         """A role replica and its process (new CTAs register as they launch)."""
-        self._runner_index[id(runner)] = len(self.runners)
+        self._runner_index[id(runner)] = len(self._runner_index)
         self.runners.append(runner)
+        self._stale = True
         self.add_process(process)
         runner.ff = self
         for ring in runner.cta.rings.values():
@@ -407,6 +412,7 @@ class FastForward:
         keys, self.pending = self.pending or [], None
         if self.disabled is not None:
             return 0
+        self._drop_finished()
         if not self._checked:
             self.disabled = unknown_state(self._objects())
             self._checked = True
@@ -462,6 +468,23 @@ class FastForward:
         self._trim_logs()
         return 0
 
+    def _drop_finished(self) -> None:
+        """Forget finished roles and the rings of CTAs whose roles have all finished: their state no
+        longer changes, and a grid launch would otherwise make every checkpoint cost O(CTAs launched).
+        The snapshot records how many roles were ever registered, so a period never spans a launch."""
+        if not self._stale and all(not r.finished for r in self.runners):
+            return
+        self.runners = [r for r in self.runners if not r.finished]
+        seen: set[int] = set()
+        live: list[StageRing] = []
+        for runner in self.runners:
+            for ring in runner.cta.rings.values():
+                if id(ring) not in seen:
+                    seen.add(id(ring))
+                    live.append(ring)
+        self.live_rings = live
+        self._stale = False
+
     def _trim_logs(self) -> None:
         """Forget the reads of intervals older than every checkpoint still in the history."""
         if not self._history:
@@ -474,15 +497,16 @@ class FastForward:
     def _cheap_key(self) -> tuple:
         """Where every role is and how full every ring and port is: equal in any two repeating states."""
         runners = tuple((id(r.pc), r.finished, len(r.frames)) for r in self.runners)
+        runners += (len(self._runner_index),)
         rings = tuple(
             (sum(1 for st in ring.stages if st.open_gen >= 0), sum(st.full for st in ring.stages))
-            for ring in self.rings
+            for ring in self.live_rings
         )
         ports = tuple(len(sm.ingress.queue) + 7 * len(sm.egress.queue) for sm in self.sms)  # type: ignore[union-attr]
         return (runners, rings, ports, len(self.env._queue), len(self.net.active))  # type: ignore[attr-defined]
 
     def _objects(self) -> list[Any]:
-        objs: list[Any] = [self.net, *self.sms, *self.rings, *self.runners]
+        objs: list[Any] = [self.net, *self.sms, *self.live_rings, *self.runners]
         for sm in self.sms:
             objs += [*sm.servers.values(), sm.ingress, sm.egress]
         ctas = {id(r.cta): r.cta for r in self.runners}
@@ -492,7 +516,7 @@ class FastForward:
             objs += list(cta.chunks.values())
             if cta.syncthreads is not None:
                 objs.append(cta.syncthreads)
-        for ring in self.rings:
+        for ring in self.live_rings:
             objs += ring.stages
             objs.append(ring.group)
         return objs
@@ -557,7 +581,7 @@ class FastForward:
         _move_tokens(snap.handles, period.token_delta, periods)
         opens: dict[int, int] = {}
         moved: dict[int, Stage] = {}
-        for ring, dop in zip(self.rings, period.ring_delta, strict=True):
+        for ring, dop in zip(self.live_rings, period.ring_delta, strict=True):
             opens[id(ring)] = dop * periods
             moved.update(_shift_ring(ring, shift, dop * periods))
         for runner in self.runners:
@@ -622,7 +646,7 @@ class _Capture:
         self.loops: list[tuple[str, int]] = []
         self.handles: list[tuple[Any, str]] = []
         """Parallel to ``loops``: where each loop token lives, to move it in a jump."""
-        self.ring_index = {id(r): i for i, r in enumerate(ff.rings)}
+        self.ring_index = {id(r): i for i, r in enumerate(ff.live_rings)}
         self.holders: dict[int, tuple[int, str]] = {}
         self.cursors: dict[int, tuple[int, str]] = {}
         for i, runner in enumerate(ff.runners):
@@ -635,6 +659,7 @@ class _Capture:
         ff = self.ff
         s = self.struct
         queue = sorted(ff.env._queue, key=lambda e: (e[0], e[1], e[2]))  # type: ignore[attr-defined]
+        s.append((len(ff._runner_index), len(ff.runners), len(ff.live_rings)))
         s.append(len(queue))
         for t, prio, _eid, ev in queue:
             self.values.append(t - self.now)
@@ -644,7 +669,7 @@ class _Capture:
         ctas = {id(r.cta): r.cta for r in ff.runners}
         for cta in ctas.values():
             self.cta(cta)
-        for ring in ff.rings:
+        for ring in ff.live_rings:
             self.ring(ring)
         for sm in ff.sms:
             for name in sorted(sm.servers):
@@ -660,7 +685,7 @@ class _Capture:
         self.values.append(self.now - net._last_update)
         acc = [getattr(o, a) for o, a in _accumulators(ff)]
         return Snapshot(self.now, tuple(s), self.values, self.loops,
-                        [r.opened for r in ff.rings], acc, self.handles)  # fmt: skip
+                        [r.opened for r in ff.live_rings], acc, self.handles)  # fmt: skip
 
     # -- pieces --
 
@@ -704,6 +729,8 @@ class _Capture:
             raise _Unsupported
         kind = type(cb)
         if kind is StageCallback:
+            if id(cb.ring) not in self.ring_index:
+                raise _Unsupported
             return ("S", cb.release, self.ring_index[id(cb.ring)], _stage_rel(cb.ring, cb.stage))
         if kind is NetTimer:
             return ("N", cb.version == cb.net._version)
@@ -719,6 +746,8 @@ class _Capture:
         if cb is None:
             self.struct.append(None)
         elif type(cb) is Credit:
+            if any(id(r) not in self.ring_index for r in cb.rings):
+                raise _Unsupported  # a credit for a ring of a finished CTA
             self.struct.append(("credit", tuple(self.ring_index[id(r)] for r in cb.rings)))
             self.tag(dict(cb.key), ("key", cb, cb.key))
             self.values.append(cb.amount)
