@@ -457,9 +457,20 @@ class FastForward:
                     self._jump(period, periods, snap, logs)
                     skipped = periods * (events - old.events)
                     self.skipped_events += skipped
-                    self._history.clear()
-                    self._cheap.clear()
-                    self._logs.clear()
+                    if _tile_independent(logs, period.loop_delta, self.unit_fields):
+                        # Outer loops (the tile loop) keep their checkpoints: over a whole tile, the
+                        # skipped iterations read what the observed ones read (nothing they read
+                        # depends on the tile), so a later tile-level period is checked by the reads
+                        # logged since its first checkpoint. Only this loop's history is stale.
+                        for k in keys:
+                            self._history.pop(k, None)
+                            self._cheap.pop(k, None)
+                        self._seq += 1
+                        self._logs.append((self._seq, {}))
+                    else:
+                        self._history.clear()
+                        self._cheap.clear()
+                        self._logs.clear()
                     return skipped
         for key in keys:
             history = self._history.setdefault(key, [])
@@ -907,6 +918,24 @@ def values_of(moving: dict[str, list[int]], name: str) -> list[int]:
 # ---- checks that the recorded reads hold over the skipped periods -------------------------------------
 
 
+def _tile_independent(logs: list[dict[tuple, Any]], d: dict[str, int], unit_fields: frozenset[str]) -> bool:
+    """Whether every read of a jump's observed period that moves with the jumped loops reads nothing of
+    the tile (so the skipped iterations of any tile read what the observed ones read), and no chunk
+    buffer took part (their landed tags are not re-checked per tile)."""
+    if d.get("tile"):
+        return False
+    for log in logs:
+        for key, entry in log.items():
+            kind = key[0]
+            if kind in ("l", "w"):
+                return False
+            if kind == "e":
+                names, uses_unit = entry[3], entry[5]
+                if any(d.get(n) for n in names) and (uses_unit or any(n in unit_fields for n in names)):
+                    return False
+    return True
+
+
 def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
     runner, expr, value, names, values, uses_unit, tag_name = entry
     d_tile = d.get("tile", 0)
@@ -916,6 +945,7 @@ def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
     if not moving and not (uses_unit and d_tile):
         return periods
     env = dict(runner.vars)
+    env.update(zip(names, values, strict=True))  # every name as it was when read, not as it is now
     units = runner.cta.units
     tile = values[names.index("tile")] if uses_unit else None
     for m in range(1, periods + 1):
