@@ -61,6 +61,7 @@ from gpusim.sim.sync import (
 _TOL_ABS = 1e-6
 _TOL_REL = 1e-9
 _MAX_SAME_KEY = 16
+_MAX_VERDICTS = 65_536
 
 
 class _Unsupported(Exception):
@@ -324,6 +325,8 @@ class FastForward:
     _log: dict[tuple, Any] = field(default_factory=dict)
     _dyn_cache: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     _checked: bool = False
+    _verdicts: dict[tuple, tuple[int, int]] = field(default_factory=dict)
+    """Checks of recorded reads over skipped periods: key -> (periods checked, periods that held)."""
     live_rings: list[StageRing] = field(default_factory=list)
     """The rings of CTAs with a role still running (``rings`` keeps every ring the run built)."""
     _stale: bool = True
@@ -944,6 +947,46 @@ def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
               if d.get(n, 0) and n not in runner.ff.unit_fields]  # fmt: skip
     if not moving and not (uses_unit and d_tile):
         return periods
+    env = dict(runner.vars)
+    env.update(zip(names, values, strict=True))  # every name as it was when read, not as it is now
+    units = runner.cta.units
+    tile = values[names.index("tile")] if uses_unit else None
+    # Without a moving tile the answer depends only on the expression, the values it was read with
+    # and the shifts (the other names are the schedule's constants, or the replica's): later jumps
+    # (the next tile's mainloop) ask the same question, so the verdict is kept.
+    verdicts = runner.ff._verdicts
+    key = None
+    first = 1
+    if not (uses_unit and d_tile):
+        key = (expr, values, tuple(moving), value, moves_by, env.get("r"), env.get("cta_rank"))
+        known = verdicts.get(key)
+        if known is not None:
+            checked, good = known
+            if good < checked or periods <= checked:
+                return min(good, periods)
+            first = checked + 1
+    good = periods
+    for m in range(first, periods + 1):
+        if uses_unit and d_tile:
+            t = tile + m * d_tile  # type: ignore[operator]
+            if not 0 <= t < len(units):
+                good = m - 1
+                break
+            env.update(units[t])
+        for n, v, step in moving:
+            env[n] = v + m * step
+        try:
+            if expr(env) != value + m * moves_by:
+                good = m - 1
+                break
+        except Exception:
+            good = m - 1
+            break
+    if key is not None:
+        if len(verdicts) >= _MAX_VERDICTS:
+            verdicts.clear()
+        verdicts[key] = (periods, good)
+    return good
     env = dict(runner.vars)
     env.update(zip(names, values, strict=True))  # every name as it was when read, not as it is now
     units = runner.cta.units
