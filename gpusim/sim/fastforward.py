@@ -934,7 +934,8 @@ def _tile_independent(logs: list[dict[tuple, Any]], d: dict[str, int], unit_fiel
                 return False
             if kind == "e":
                 names, uses_unit = entry[3], entry[5]
-                if any(d.get(n) for n in names) and (uses_unit or any(n in unit_fields for n in names)):
+                tile_read = uses_unit or "tile" in names or any(n in unit_fields for n in names)
+                if tile_read and any(d.get(n) for n in names):
                     return False
     return True
 
