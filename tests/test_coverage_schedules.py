@@ -119,3 +119,26 @@ def test_fa3_backward_adds_every_dq_partial_into_dqaccum() -> None:
     dq_bytes = env["NUM_N"] * 1024 * 128 * 4
     written = p.hbm_gbps * p.time_us * 1e3  # every byte the kernel moved through HBM
     assert written >= dq_bytes
+
+
+def test_fa4_backward_runs_as_cta_pairs_from_head_dim_128_and_counts_five_gemms() -> None:
+    arch = load_arch("b200")
+    problem = {"batch": 1, "heads": 2, "seqlen_q": 1024}
+    hd64 = load_schedule("attn_fa4_bwd", arch, {**problem, "head_dim": 64})
+    hd128 = load_schedule("attn_fa4_bwd", arch, problem)
+    deepseek = load_schedule("attn_fa4_bwd", arch, {**problem, "head_dim": 192, "head_dim_v": 128})
+    assert hd64.env["PAIR"] == 0 and hd128.env["PAIR"] == 1 and deepseek.env["PAIR"] == 1
+    fwd = load_schedule("attn_fa4_fwd", arch, problem)
+    assert hd128.flops == pytest.approx(2.5 * fwd.flops)
+    assert deepseek.flops == pytest.approx(2 * 1024 * 1024 * 2 * (3 * 192 + 2 * 128))
+    p = _predict("attn_fa4_bwd", "b200", **problem, head_dim=192, head_dim_v=128)
+    assert p.time_us >= p.roofline_us > 0
+
+
+@pytest.mark.parametrize(("arch_id", "problem"), [("h100", {}), ("a100", {}), ("b200", {"head_dim": 256})])
+def test_fa4_backward_is_refused_without_tcgen05_and_at_head_dim_256(arch_id: str, problem: dict) -> None:
+    from gpusim.errors import GpusimError
+
+    with pytest.raises(GpusimError) as err:
+        _predict("attn_fa4_bwd", arch_id, batch=1, heads=2, seqlen_q=1024, **problem)
+    assert any(word in str(err.value) for word in ("tcgen05", "TMEM", "shared memory"))
