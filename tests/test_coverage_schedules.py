@@ -153,6 +153,7 @@ def test_fa4_backward_is_refused_without_tcgen05_and_at_head_dim_256(arch_id: st
         ("gb200", {"head_dim": 192, "head_dim_v": 128, "causal": 1}, 0, 0.0625),
         ("b300", {"head_dim": 192, "head_dim_v": 128}, 1, 0.0),  # sm_103: fast hardware exp2
         ("b200", {"head_dim": 256}, 1, 0.0),  # the dedicated hdim-256 2-CTA kernel
+        ("b200", {"head_dim": 256, "causal": 1}, 1, 0.0),  # a causal pair walks its last m-block's KV range
     ],
 )
 def test_fa4_forward_tiles_follow_the_tuning_table(
