@@ -48,8 +48,9 @@ def test_fa3_fp8_is_faster_and_transposes_v() -> None:
 
 
 def test_fa4_bottleneck_names_the_exp_unit_or_the_tensor_core() -> None:
-    """At head_dim 64 each score carries half the MMA work, so the SFU's ex2 bounds FA4; at 128 the tensor core."""
-    small_d = _predict("attn_fa4_fwd", "b200", head_dim=64, attribute=True)
+    """At head_dim 64 each score carries half the MMA work, so the SFU's ex2 bounds FA4 (all exponentials on
+    the SFU, EXP_EMU=0); at 128 the tensor core."""
+    small_d = _predict("attn_fa4_fwd", "b200", head_dim=64, EXP_EMU=0.0, attribute=True)
     assert small_d.bottleneck == "sfu", small_d.verdict
     big_d = _predict("attn_fa4_fwd", "b200", head_dim=128, batch=2, attribute=True)
     assert big_d.bottleneck == "tensor_core", big_d.verdict

@@ -119,3 +119,59 @@ def test_fa3_backward_adds_every_dq_partial_into_dqaccum() -> None:
     dq_bytes = env["NUM_N"] * 1024 * 128 * 4
     written = p.hbm_gbps * p.time_us * 1e3  # every byte the kernel moved through HBM
     assert written >= dq_bytes
+
+
+def test_fa4_backward_runs_as_cta_pairs_from_head_dim_128_and_counts_five_gemms() -> None:
+    arch = load_arch("b200")
+    problem = {"batch": 1, "heads": 2, "seqlen_q": 1024}
+    hd64 = load_schedule("attn_fa4_bwd", arch, {**problem, "head_dim": 64})
+    hd128 = load_schedule("attn_fa4_bwd", arch, problem)
+    deepseek = load_schedule("attn_fa4_bwd", arch, {**problem, "head_dim": 192, "head_dim_v": 128})
+    assert hd64.env["PAIR"] == 0 and hd128.env["PAIR"] == 1 and deepseek.env["PAIR"] == 1
+    fwd = load_schedule("attn_fa4_fwd", arch, problem)
+    assert hd128.flops == pytest.approx(2.5 * fwd.flops)
+    assert deepseek.flops == pytest.approx(2 * 1024 * 1024 * 2 * (3 * 192 + 2 * 128))
+    p = _predict("attn_fa4_bwd", "b200", **problem, head_dim=192, head_dim_v=128)
+    assert p.time_us >= p.roofline_us > 0
+
+
+@pytest.mark.parametrize(("arch_id", "problem"), [("h100", {}), ("a100", {}), ("b200", {"head_dim": 256})])
+def test_fa4_backward_is_refused_without_tcgen05_and_at_head_dim_256(arch_id: str, problem: dict) -> None:
+    from gpusim.errors import GpusimError
+
+    with pytest.raises(GpusimError) as err:
+        _predict("attn_fa4_bwd", arch_id, batch=1, heads=2, seqlen_q=1024, **problem)
+    assert any(word in str(err.value) for word in ("tcgen05", "TMEM", "shared memory"))
+
+
+@pytest.mark.parametrize(
+    ("arch_id", "problem", "pair", "exp_emu"),
+    [
+        ("b200", {}, 1, 0.1875),  # 2-CTA hdim 128: ex2_emu_freq 10 from fragment 1
+        ("b200", {"causal": 1}, 0, 0.125),  # causal: 1 CTA, freq 16
+        ("b200", {"head_dim": 192, "head_dim_v": 128}, 1, 0.1875),
+        ("gb200", {"head_dim": 192, "head_dim_v": 128, "causal": 1}, 0, 0.0625),
+        ("b300", {"head_dim": 192, "head_dim_v": 128}, 1, 0.0),  # sm_103: fast hardware exp2
+        ("b200", {"head_dim": 256}, 1, 0.0),  # the dedicated hdim-256 2-CTA kernel
+        ("b200", {"head_dim": 256, "causal": 1}, 1, 0.0),  # a causal pair walks its last m-block's KV range
+    ],
+)
+def test_fa4_forward_tiles_follow_the_tuning_table(
+    arch_id: str, problem: dict, pair: int, exp_emu: float
+) -> None:
+    sched = load_schedule(
+        "attn_fa4_fwd", load_arch(arch_id), {"batch": 1, "heads": 2, "seqlen_q": 2048, **problem}
+    )
+    assert sched.env["PAIR"] == pair and sched.env["EXP_EMU"] == pytest.approx(exp_emu)
+    p = _predict("attn_fa4_fwd", arch_id, batch=1, heads=2, seqlen_q=2048, **problem)
+    assert p.time_us >= p.roofline_us > 0
+
+
+def test_fa4_forward_counts_the_v_width_and_the_deepseek_shape_fits_where_192_192_does_not() -> None:
+    arch = load_arch("b200")
+    deepseek = load_schedule("attn_fa4_fwd", arch, {"seqlen_q": 1024, "head_dim": 192, "head_dim_v": 128})
+    assert deepseek.flops == pytest.approx(2 * 4 * 16 * 1024 * 1024 * (192 + 128))
+    from gpusim.errors import ScheduleRefused
+
+    with pytest.raises(ScheduleRefused, match="TMEM"):
+        _predict("attn_fa4_fwd", "b200", seqlen_q=1024, head_dim=192)

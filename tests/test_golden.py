@@ -36,6 +36,7 @@ PROBLEMS: dict[str, dict[str, Any]] = {
     "attn_decode_splitkv": {"batch": 4, "seqlen_kv": 4096, "PAGE_SIZE": 16},
     "gemm_streamk": {"M": 1536, "N": 1536, "K": 2048},
     "attn_fa3_bwd": {"batch": 1, "heads": 8, "seqlen_q": 1024},
+    "attn_fa4_bwd": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "attn_bwd_preprocess": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "attn_bwd_postprocess": {"batch": 1, "heads": 8, "seqlen_q": 1024},
 }

@@ -29,8 +29,6 @@ PENDING_CONVERSION: frozenset[frozenset[str]] = frozenset(
     {
         frozenset({"gemm_cp_async", "gemm_tf32"}),  # the cp.async mainloop
         frozenset({"gemm_simt_fp32", "gemm_sync"}),  # the ldg -> sts prologue and prefetch
-        frozenset({"gemm_simt_fp32", "gemm_tf32"}),  # the shared-memory epilogue (parts/gemm smem_epilogue)
-        frozenset({"gemm_streamk", "parts/gemm"}),  # the TMA-store epilogue (parts/gemm store_subtiles)
     }
 )
 
