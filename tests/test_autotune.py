@@ -10,6 +10,7 @@ import pytest
 from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.autotune import search_gemm
+from gpusim.errors import InputError
 from gpusim.schedule.load import load_schedule
 
 NATIVE_UNIT = {
@@ -86,3 +87,39 @@ def test_native_square_gemm_in_plausible_band_of_measured(
     sched = load_schedule(schedule, arch, {"M": 8192, "N": 8192, "K": 8192, "dtype": dtype})
     predicted = predict(sched, arch, costs="datasheet", attribute=False).tflops
     assert 0.7 * measured_tflops <= predicted <= 1.3 * measured_tflops, (predicted, source)
+
+
+def test_auto_gemm_searches_the_tuner_space_in_bound_order() -> None:
+    """auto:gemm's candidates are the tuner's (CUTLASS sm90 tiles with stages fitted); simulated ones
+    never beat their lower bound, and pruned ones had a bound no better than the pick."""
+    from gpusim.autotune import search
+
+    h100 = load_arch("h100")
+    best, tried = search(
+        "auto:gemm", h100, {"M": 256, "N": 512, "K": 256, "dtype": "bf16"}, max_simulations=None
+    )
+    origins = {c.origin.split(" ")[2] for c in tried if c.origin.startswith("CUTLASS")}
+    assert {"cooperative", "ping-pong", "multistage"} <= origins
+    assert best.choice is not None and best.time_us == min(c.time_us for c in tried if c.time_us is not None)
+    for c in tried:
+        if c.time_us is not None:
+            assert c.time_us >= float(c.note.split("lower bound ")[1].split(" ")[0]) - 1e-6
+        if c.note.startswith("pruned"):
+            assert float(c.note.split("lower bound ")[1].split(" ")[0]) >= best.time_us
+
+
+def test_auto_gemm_budget_bounds_the_simulations() -> None:
+    from gpusim.autotune import search
+
+    best, tried = search("auto:gemm", load_arch("h100"), {"M": 256, "N": 512, "K": 256}, max_simulations=2)
+    assert sum(c.time_us is not None for c in tried) <= 2
+    assert best.choice is not None and best.choice["simulated"] <= 2
+
+
+def test_auto_attention_predicts_the_best_flashattention_tile() -> None:
+    """auto:attention on h100 searches FA3 and FA2 tiles and names its pick; seqlen_kv follows seqlen_q."""
+    p = predict("auto:attention", "h100", costs="datasheet", batch=1, heads=2, seqlen_q=256, attribute=False)
+    assert p.choice is not None and p.choice["schedule"] in ("attn_fa3_fwd", "attn_fa2_fwd")
+    assert p.schedule == "auto:attention" and p.time_us > 0
+    with pytest.raises(InputError, match="only the problem"):
+        predict("auto:attention", "h100", BLOCK_M=128)

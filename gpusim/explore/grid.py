@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +56,8 @@ def _scalar(text: str, where: str) -> Any:
 
 def _number(text: str, where: str) -> int | float:
     value = _scalar(text, where)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{where}: expected a number in a lo..hi range, got {text.strip()!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InputError(f"{where}: expected a number in a lo..hi range (finite), got {text.strip()[:80]!r}")
     return value
 
 
@@ -70,7 +71,10 @@ def _range(key: str, body: str) -> tuple[Any, ...]:
         raise InputError(f"{where}: the step must be positive, got {step}")
     if hi < lo:
         raise InputError(f"{where}: the range is empty ({lo} > {hi}); write lo..hi with lo <= hi")
-    count = int((hi - lo) / step + 1e-9) + 1
+    span_steps = (hi - lo) / step
+    if not math.isfinite(span_steps) or span_steps >= 100_000:
+        raise InputError(f"{where}: more than 100,000 values in one axis; use a coarser step")
+    count = int(span_steps + 1e-9) + 1
     if count > 100_000:
         raise InputError(f"{where}: {count:,} values in one axis; use a coarser step")
     values = [lo + i * step for i in range(count)]

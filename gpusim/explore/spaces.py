@@ -8,6 +8,7 @@
 - Ampere (sm_80+) GEMMs: CUTLASS's multistage cp.async tiles (128x256, 256x128, 128x128, 128x64, 64x128,
   64x64; K tile of 64 bytes; 3 to 6 stages), tf32 with the m16n8k8 instruction.
 - Volta (sm_70) GEMMs: the mma.sync tiles of the same shapes with two-stage register staging.
+- fp32 / tf32 on CUDA cores (any arch): CUTLASS's SIMT sgemm tiles (128x128x8 with 32x64 warps and smaller).
 - DeepGEMM FP8 (``gemm_fp8_deepgemm``): DeepGEMM's own list, BLOCK_M 64/128/256, BLOCK_N 16..256 in steps
   of 16, clusters 1x1, 1x2, 2x1 (deep_gemm ``get_best_config``).
 - Attention: FlashAttention-2 (BM 64/128, BN 32..128), FlashAttention-3 (tile_size_fwd_sm90's BM 128/192
@@ -142,6 +143,23 @@ def _volta(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
     return out
 
 
+def _simt(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
+    if dtype not in ("fp32", "tf32"):
+        return []
+    out: list[Candidate] = []
+    for bm, bn, warp_m, warp_n in (
+        (128, 128, 32, 64),
+        (128, 64, 32, 32),
+        (64, 128, 32, 64),
+        (64, 64, 32, 32),
+    ):
+        for s in (1,) if tiles_fill_sms else (1, 2, 4):
+            values = {"BM": bm, "BN": bn, "WM": warp_m, "WN": warp_n, "SPLITS": s}
+            out.append(Candidate("gemm_simt_fp32", _named("gemm_simt_fp32", values),
+                                 f"CUTLASS SIMT sgemm {bm}x{bn}x8, warp {warp_m}x{warp_n}"))  # fmt: skip
+    return out
+
+
 def deepgemm_space() -> list[Candidate]:
     """DeepGEMM's candidate list: BLOCK_M 64/128/256, BLOCK_N 16..256 step 16, clusters 1x1, 1x2, 2x1."""
     out: list[Candidate] = []
@@ -156,7 +174,8 @@ def deepgemm_space() -> list[Candidate]:
 
 def gemm_space(arch: Arch, problem: dict[str, Any]) -> list[Candidate]:
     """The GEMM candidates for ``arch``: every generation whose MMA unit the arch has (the checks refuse
-    the rest), newest first; split-K variants only when the output tiles alone cannot fill the SMs."""
+    the rest), newest first, with DeepGEMM's list for fp8 on sm_90; split-K variants only when the output
+    tiles alone cannot fill the SMs."""
     dtype = canonical_dtype(str(problem.get("dtype", "bf16")))
     m, n = int(problem.get("M", 8192)), int(problem.get("N", 8192))
     tiles_fill_sms = (m // 128) * (n // 128) * int(problem.get("groups", 1)) >= arch.sm_count
@@ -166,10 +185,13 @@ def gemm_space(arch: Arch, problem: dict[str, Any]) -> list[Candidate]:
         out += _blackwell(dtype, tiles_fill_sms)
     if version == 90:
         out += _hopper(dtype, tiles_fill_sms)
+        if dtype.startswith("fp8"):
+            out += deepgemm_space()
     if version >= 80:
         out += _ampere(dtype, tiles_fill_sms)
     if version >= 70:
         out += _volta(dtype, tiles_fill_sms)
+        out += _simt(dtype, tiles_fill_sms)
     return out
 
 
