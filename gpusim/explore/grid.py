@@ -13,6 +13,11 @@ from typing import Any
 from gpusim.errors import InputError
 from gpusim.yamlio import parse_yaml_text
 
+MAX_POINTS = 100_000
+"""Most points one sweep enumerates (problems x archs x axes)."""
+MAX_PROBLEMS_BYTES = 16 * 1024 * 1024
+"""Largest ``--problems`` CSV read."""
+
 
 @dataclass(frozen=True)
 class Axis:
@@ -114,16 +119,30 @@ def parse_axes(texts: Iterable[str]) -> list[Axis]:
 
 def read_problems(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a problems CSV (a header of problem keys such as ``M,N,K,dtype``); empty cells are left out."""
+    from gpusim.textfile import read_text_file
+
     file = Path(path)
+    text = read_text_file(file, what="a problems CSV", max_bytes=MAX_PROBLEMS_BYTES)
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--problems {file}: cannot read ({exc.strerror})") from None
-    reader = csv.DictReader(text.splitlines())
-    if not reader.fieldnames or any(not (f or "").strip() for f in reader.fieldnames):
+        reader = csv.DictReader(text.splitlines())
+        fields = reader.fieldnames
+    except csv.Error as exc:
+        raise InputError(f"--problems {file}: not a CSV file ({str(exc)[:120]})") from None
+    if not fields or any(not (f or "").strip() for f in fields):
         raise InputError(f"--problems {file}: expected a header row of problem keys (M,N,K,dtype,...)")
+    if len({f.strip() for f in fields}) != len(fields):
+        raise InputError(f"--problems {file}: a column is named twice in the header")
     problems: list[dict[str, Any]] = []
-    for line, row in enumerate(reader, start=2):
+    rows = enumerate(reader, start=2)
+    while True:
+        try:
+            line, row = next(rows)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise InputError(f"--problems {file}: not a CSV file ({str(exc)[:120]})") from None
+        if len(problems) >= MAX_POINTS:
+            raise InputError(f"--problems {file}: more than {MAX_POINTS:,} problems; split the file")
         if None in row:
             raise InputError(f"{file}:{line}: more cells than header columns")
         values = {
@@ -153,6 +172,15 @@ def enumerate_points(
     if both:
         raise InputError(f"--set {both[0]} and --grid {both[0]}: a key is either fixed or swept, not both")
     rows = list(problems) if problems else [{}]
+    count = len(rows) * len(archs)
+    for axis in axes:
+        count *= len(axis.values)
+        if count > MAX_POINTS:
+            break
+    if count > MAX_POINTS:
+        sizes = " x ".join([str(len(rows)), str(len(archs)), *(str(len(a.values)) for a in axes)])
+        raise InputError(f"the sweep has more than {MAX_POINTS:,} points ({sizes}); narrow the --grid axes "
+                         "or split the sweep")  # fmt: skip
     for row in rows:
         clash = sorted((swept | set(fixed)) & set(row))
         if clash:
