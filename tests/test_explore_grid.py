@@ -74,5 +74,5 @@ def test_problems_csv(tmp_path: Path) -> None:
     (tmp_path / "empty.csv").write_text("M,N\n", encoding="utf-8")
     with pytest.raises(InputError, match="no rows"):
         read_problems(tmp_path / "empty.csv")
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="file not found"):
         read_problems(tmp_path / "missing.csv")
