@@ -6,10 +6,11 @@ clusters, DeepGEMM's list for fp8 on sm_90, SIMT for fp32; FlashAttention 2/3/4 
 checked the way ``gpusim tune`` does (``STAGES: fit`` becomes the most stages that fit). The search is a
 branch and bound: each legal candidate gets a lower bound on its time (its FLOPs at the MMA unit's rate in
 the simulator, with the wave quantization of its output tiles, and its compulsory HBM bytes at the
-calibrated bandwidth); the candidates are simulated in bound order (among equal bounds, those that keep
-more SMs busy first, then those with larger output tiles; time only) until the next bound is no better
-than the best time found, or ``max_simulations`` have run. With that budget the search is deterministic
-and its cost bounded; without it (None) the pick is the tuner's exhaustive best.
+calibrated bandwidth); the candidates are simulated (time only) schedule by schedule in turns (those on
+the newest MMA instruction first), each schedule's in bound order (among equal bounds, those that keep more SMs busy first, then those with
+larger output tiles), skipping any whose bound is no better than the best time found, until
+``max_simulations`` have run. With that budget the search is deterministic and its cost bounded; without
+it (None) the pick is the tuner's exhaustive best.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ GEMM_KINDS = ("auto", "auto:gemm")
 ATTENTION_KINDS = ("auto:attn", "auto:attention")
 AUTO_KINDS = (*GEMM_KINDS, *ATTENTION_KINDS)
 MAX_SIMULATIONS = 8
-"""Most candidates ``auto:*`` simulates (in lower-bound order; among equal bounds, more busy SMs and then
-larger tiles first); the
-bound prunes the rest. None: every candidate the bound does not prune (the tuner's exhaustive best)."""
+"""Most candidates ``auto:*`` simulates (the schedules in turns, each in lower-bound order; among equal
+bounds, more busy SMs and then larger tiles first); the bound prunes the rest. None: every candidate the
+bound does not prune (the tuner's exhaustive best)."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,40 @@ def lower_bound_us(sched: Schedule, arch: Arch, *, equal_units: bool) -> float:
     return max(tensor_us, sched.compulsory_bytes / hbm_bytes_per_us)
 
 
+def _interleave_schedules(ranked: list[Any]) -> list[Any]:
+    """Each schedule's candidates in their order, taken in turns (the schedule whose next candidate has
+    the lower bound first), so a simulation budget is shared among the schedules; the schedules on the
+    arch's newest MMA instruction take their turns first (a library on sm_90 runs wgmma kernels, not
+    mma.sync ones)."""
+    out: list[Any] = []
+    for generation in sorted({item[4] for item in ranked}, reverse=True):
+        queues: dict[str, list[Any]] = {}
+        for item in ranked:
+            if item[4] == generation:
+                queues.setdefault(item[2].schedule, []).append(item)
+        while queues:
+            heads = sorted(queues.items(), key=lambda kv: kv[1][0][:2])
+            for name, queue in heads:
+                out.append(queue.pop(0))
+                if not queue:
+                    del queues[name]
+    return out
+
+
+MMA_GENERATIONS = {"mma_sync": 1, "wgmma": 2, "tcgen05": 3}
+"""Newer MMA instructions rank higher (CUDA-core schedules are 0)."""
+
+
+def _mma_generation(sched: Schedule) -> int:
+    units = {
+        stmt.args["unit"]
+        for role in sched.roles.values()
+        for stmt, _ in walk(role.program)
+        if stmt.op == "mma"
+    }
+    return max((MMA_GENERATIONS.get(u, 0) for u in units), default=0)
+
+
 def search(
     kind: str,
     arch: Arch,
@@ -175,7 +210,7 @@ def search(
     if "dtype" in problem:
         problem["dtype"] = canonical_dtype(str(problem["dtype"]))
     tried: list[Candidate] = []
-    ranked: list[tuple[float, tuple[int, float, int], Any, Schedule]] = []
+    ranked: list[tuple[float, tuple[int, float, int], Any, Schedule, int]] = []
     equal_units = kind in GEMM_KINDS
     for candidate in space_for(kind, arch, problem):
         resolved = resolve_candidate(candidate, arch, problem)
@@ -186,13 +221,14 @@ def search(
         legal, sched = resolved
         busy_sms = min(arch.sm_count, _pieces(sched))
         order = (-busy_sms, -_tile_intensity(sched), len(ranked))
-        ranked.append((lower_bound_us(sched, arch, equal_units=equal_units), order, legal, sched))
-    ranked.sort(key=lambda item: item[:2])
+        bound = lower_bound_us(sched, arch, equal_units=equal_units)
+        ranked.append((bound, order, legal, sched, _mma_generation(sched)))
+    ranked = _interleave_schedules(sorted(ranked, key=lambda item: item[:2]))
     budget = len(ranked) if max_simulations is None else min(len(ranked), max_simulations)
     best: Prediction | None = None
     best_candidate: Candidate | None = None
     simulated = 0
-    for bound, _, legal, sched in ranked:
+    for bound, _, legal, sched, _ in ranked:
         params = legal.overrides
         if best is not None and bound >= best.time_us:
             tried.append(Candidate(legal.schedule, params, None, f"pruned: lower bound {bound:.2f} us >= best",

@@ -297,7 +297,8 @@ def cases(workdir: Path) -> list[tuple[str, list[str]]]:
 
 
 def main() -> int:
-    """Run the corpus (every N-th case with an argument N); print each failure, return their count."""
+    """Run the corpus (every N-th case from an offset with arguments N OFFSET); print each failure and
+    the progress, return the failure count."""
     import tempfile
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -306,13 +307,16 @@ def main() -> int:
     import gpusim.cli  # noqa: F401
 
     step = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    offset = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     timeout_s = float(os.environ.get("GPUSIM_FUZZ_TIMEOUT_S", "30"))
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
-        all_cases = cases(Path(tmp))[::step]
+        all_cases = cases(Path(tmp))[offset::step]
         for i, (name, args) in enumerate(all_cases):
             outcome = run_forked(args, timeout_s=timeout_s)
             found = problems(outcome)
+            if i % 25 == 0:
+                print(f"{i} cases run, {failures} failures", flush=True)
             if found:
                 failures += 1
                 print(f"FAIL {i} {name}: {found} rc={outcome.rc} {outcome.wall_s:.1f}s "
