@@ -6,7 +6,6 @@
 // the stage freed in the previous iteration, and runs the tensor cores (wmma -> HMMA.16816) on k-tile k.
 // M, N, K must be multiples of the tile. Build: nvcc -arch=sm_80 (or sm_90a).
 #include <cuda_bf16.h>
-#include <mma.h>
 
 #ifndef BM
 #define BM 128
@@ -24,6 +23,8 @@
 #define WN 64
 #define WARPS ((BM / WM) * (BN / WN))
 #define THREADS (WARPS * 32)
+
+#include "wmma_warp_tile.cuh"
 
 using namespace nvcuda;
 using bf16 = __nv_bfloat16;
@@ -72,11 +73,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   const int warp_m = warp / (BN / WN), warp_n = warp % (BN / WN);
   const int k_tiles = K / BK;
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[WM / 16][WN / 16];
-#pragma unroll
-  for (int i = 0; i < WM / 16; ++i)
-#pragma unroll
-    for (int j = 0; j < WN / 16; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+  gpusim_wmma::Accumulators acc;
+  gpusim_wmma::zero(acc);
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
@@ -91,41 +89,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     if (next < k_tiles) issue_tile(smem + (next % STAGES) * kStageElems, A, B, K, m0, n0, next * BK);
     cp_async_commit();
     const bf16* stage = smem + (kt % STAGES) * kStageElems;
-#pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a_frag[WM / 16];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> b_frag;
-#pragma unroll
-      for (int i = 0; i < WM / 16; ++i)
-        wmma::load_matrix_sync(a_frag[i], stage + (warp_m * WM + i * 16) * BK + kk, BK);
-#pragma unroll
-      for (int j = 0; j < WN / 16; ++j) {  // one B fragment live at a time: fewer registers
-        wmma::load_matrix_sync(b_frag, stage + BM * BK + (warp_n * WN + j * 16) * BK + kk, BK);
-#pragma unroll
-        for (int i = 0; i < WM / 16; ++i) wmma::mma_sync(acc[i][j], a_frag[i], b_frag, acc[i][j]);
-      }
-    }
+    gpusim_wmma::mma_stage<bf16>(acc, stage, warp_m, warp_n);
   }
   cp_async_wait<0>();
   __syncthreads();  // shared memory is reused by the epilogue
 
-  float* staging = reinterpret_cast<float*>(smem) + warp * 16 * 16;
-#pragma unroll
-  for (int i = 0; i < WM / 16; ++i)
-#pragma unroll
-    for (int j = 0; j < WN / 16; ++j) {
-      wmma::store_matrix_sync(staging, acc[i][j], 16, wmma::mem_row_major);
-      __syncwarp();
-      for (int e = threadIdx.x % 32; e < 16 * 16; e += 32) {
-        int row = m0 + warp_m * WM + i * 16 + e / 16, col = n0 + warp_n * WN + j * 16 + e % 16;
-        C[size_t(row) * N + col] = __float2bfloat16(staging[e]);
-      }
-      __syncwarp();
-    }
+  gpusim_wmma::store_c<bf16>(acc, smem, C, N, m0, n0, warp, warp_m, warp_n,
+                              [](float v) { return __float2bfloat16(v); });
 }
 
-// Launch geometry for the launcher: grid (N / BN, M / BM), THREADS threads, this much dynamic smem.
-extern "C" __device__ const unsigned gpusim_dynamic_smem_bytes = STAGES * kStageElems * sizeof(bf16);
-extern "C" __device__ const unsigned gpusim_threads_per_cta = THREADS;
-extern "C" __device__ const unsigned gpusim_tile_m = BM;
-extern "C" __device__ const unsigned gpusim_tile_n = BN;
+GPUSIM_EXPORT_LAUNCH_GEOMETRY(STAGES * kStageElems * sizeof(bf16))

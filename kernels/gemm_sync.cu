@@ -6,7 +6,6 @@
 // math through wmma (mma.sync). M, N, K must be multiples of the tile (the launcher ensures it).
 // Build: nvcc -arch=sm_80 (CUDA 13 no longer targets sm_70; the SASS is HMMA.16816 from sm_80 on).
 #include <cuda_fp16.h>
-#include <mma.h>
 
 #ifndef BM
 #define BM 128
@@ -22,7 +21,7 @@
 #define WARPS ((BM / WM) * (BN / WN))
 #define THREADS (WARPS * 32)
 
-using namespace nvcuda;
+#include "wmma_warp_tile.cuh"
 
 namespace {
 
@@ -66,11 +65,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   const int warp = threadIdx.x / 32;
   const int warp_m = warp / (BN / WN), warp_n = warp % (BN / WN);
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[WM / 16][WN / 16];
-#pragma unroll
-  for (int i = 0; i < WM / 16; ++i)
-#pragma unroll
-    for (int j = 0; j < WN / 16; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+  gpusim_wmma::Accumulators acc;
+  gpusim_wmma::zero(acc);
 
   uint4 a_regs[kAChunks], b_regs[kBChunks];
   load_tile(A, B, K, m0, n0, 0, a_regs, b_regs);
@@ -81,42 +77,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   for (int kt = 0; kt < k_tiles; ++kt) {
     half* stage = smem + (kt % 2) * kStageHalves;
     if (kt + 1 < k_tiles) load_tile(A, B, K, m0, n0, (kt + 1) * BK, a_regs, b_regs);
-#pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a_frag[WM / 16];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> b_frag;
-#pragma unroll
-      for (int i = 0; i < WM / 16; ++i)
-        wmma::load_matrix_sync(a_frag[i], stage + (warp_m * WM + i * 16) * BK + kk, BK);
-#pragma unroll
-      for (int j = 0; j < WN / 16; ++j) {  // one B fragment live at a time: fewer registers
-        wmma::load_matrix_sync(b_frag, stage + BM * BK + (warp_n * WN + j * 16) * BK + kk, BK);
-#pragma unroll
-        for (int i = 0; i < WM / 16; ++i) wmma::mma_sync(acc[i][j], a_frag[i], b_frag, acc[i][j]);
-      }
-    }
+    gpusim_wmma::mma_stage<half>(acc, stage, warp_m, warp_n);
     if (kt + 1 < k_tiles) store_tile(smem + ((kt + 1) % 2) * kStageHalves, a_regs, b_regs);
     __syncthreads();
   }
 
-  // Epilogue: stage each warp's accumulators through shared memory, convert, store C.
-  float* staging = reinterpret_cast<float*>(smem) + warp * 16 * 16;
-#pragma unroll
-  for (int i = 0; i < WM / 16; ++i)
-#pragma unroll
-    for (int j = 0; j < WN / 16; ++j) {
-      wmma::store_matrix_sync(staging, acc[i][j], 16, wmma::mem_row_major);
-      __syncwarp();
-      for (int e = threadIdx.x % 32; e < 16 * 16; e += 32) {
-        int row = m0 + warp_m * WM + i * 16 + e / 16, col = n0 + warp_n * WN + j * 16 + e % 16;
-        C[size_t(row) * N + col] = __float2half(staging[e]);
-      }
-      __syncwarp();
-    }
+  gpusim_wmma::store_c<half>(acc, smem, C, N, m0, n0, warp, warp_m, warp_n,
+                              [](float v) { return __float2half(v); });
 }
 
-// Launch geometry for the launcher: grid (N / BN, M / BM), THREADS threads, this much dynamic smem.
-extern "C" __device__ const unsigned gpusim_dynamic_smem_bytes = 2 * kStageHalves * sizeof(half);
-extern "C" __device__ const unsigned gpusim_threads_per_cta = THREADS;
-extern "C" __device__ const unsigned gpusim_tile_m = BM;
-extern "C" __device__ const unsigned gpusim_tile_n = BN;
+GPUSIM_EXPORT_LAUNCH_GEOMETRY(2 * kStageHalves * sizeof(half))

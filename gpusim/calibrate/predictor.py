@@ -61,12 +61,14 @@ def parameter_vocabulary() -> frozenset[str]:
     return frozenset(names)
 
 
-def problem_for(schedule: str, m: Measurement) -> dict[str, Any]:
+def problem_for(schedule: str, m: Measurement, siblings: tuple[str, ...] = ()) -> dict[str, Any]:
     """The overrides a schedule takes from the row: problem columns, dtype and params.
 
     A ``params`` key that names a parameter (an upper-case key, or any built-in schedule's symbol) which
     this schedule does not have makes the row unpredictable: it is skipped naming the key and the closest
-    known one, never predicted as the default tile. Aliases (DeepGEMM's BLOCK_M) map to their symbol."""
+    known one, never predicted as the default tile. Aliases (DeepGEMM's BLOCK_M) map to their symbol.
+    In a kernel sequence (``a+b+c``) a key is for the kernels that have it: only a key that none of the
+    ``siblings`` (the other kernels of the row) has either skips the row."""
     values: dict[str, Any] = dict(m.dims)
     if "causal" in values:
         values["causal"] = int(values["causal"])
@@ -77,11 +79,19 @@ def problem_for(schedule: str, m: Measurement) -> dict[str, Any]:
         name = aliases.get(key, key)
         if name in keys:
             values[name] = value
+        elif any(_knows(sibling, key) for sibling in siblings):
+            continue
         elif _PARAM_LIKE.match(key) or key in parameter_vocabulary():
             close = difflib.get_close_matches(key, sorted(keys | set(aliases)), n=1, cutoff=0.0)
             hint = f"; the closest it has is '{close[0]}'" if close else ""
             raise Skip(f"{schedule} has no parameter '{key}' (params {key}={value}){hint}")
     return {k: v for k, v in values.items() if k in keys}
+
+
+def _knows(schedule: str, key: str) -> bool:
+    """Whether a schedule has the parameter (or alias) ``key``."""
+    keys, aliases = _symbols(schedule)
+    return aliases.get(key, key) in keys
 
 
 def ignored_columns(m: Measurement) -> list[str]:
@@ -185,11 +195,14 @@ class Predictor:
 
         total = 0.0
         chosen: list[Any] = []
-        for i, name in enumerate(s.strip() for s in m.schedule.split("+")):
+        names = [s.strip() for s in m.schedule.split("+")]
+        for name in names:
             if not name.startswith("auto") and name not in schedules() and "/" not in name:
                 raise Skip(f"unknown schedule '{quote(name, 80)}'")
+        for i, name in enumerate(names):
+            siblings = tuple(other for j, other in enumerate(names) if j != i) if len(names) > 1 else ()
             try:
-                problem = problem_for(name, m)
+                problem = problem_for(name, m, siblings)
             except GpusimError as exc:  # a schedule cell naming a file that is not a schedule
                 raise Skip(quote(exc, 300)) from None
             part = self.part(name, arch, problem, pins[i] if pins else None)

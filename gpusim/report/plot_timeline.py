@@ -27,6 +27,22 @@ from gpusim.sim.engine import SimRun
 _LANE_H = 0.7
 
 
+def _span_kind(lane: Lane, label: str) -> str:
+    """The colour kind of one span: an agent lane has one colour, a role lane colours by activity."""
+    return lane.color_kind if lane.kind == "agent" else role_kind(label)
+
+
+def _label_lane_axes(ax, lanes: list[Lane], lo: float, hi: float) -> None:
+    """Lane labels top to bottom, the µs window and the vertical grid."""
+    n = len(lanes)
+    ax.set_yticks(range(n))
+    ax.set_yticklabels([lane.label for lane in reversed(lanes)], fontsize=9)
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.set_xlim(lo / 1000, hi / 1000)
+    ax.grid(axis="x", color="#E0E0E0", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
 def _draw_lanes(ax, lanes: list[Lane], lo: float, hi: float) -> set[str]:
     """Draw lanes top to bottom (ns in, µs on the axis); returns the colour kinds used."""
     used: set[str] = set()
@@ -37,7 +53,7 @@ def _draw_lanes(ax, lanes: list[Lane], lo: float, hi: float) -> set[str]:
         for a, b, label in lane.spans:
             if b < lo or a > hi:
                 continue
-            kind = lane.color_kind if lane.kind == "agent" else role_kind(label)
+            kind = _span_kind(lane, label)
             groups.setdefault(kind, []).append((a / 1000, max(b - a, 0.0) / 1000))
         for kind, bars in groups.items():
             used.add(kind)
@@ -50,12 +66,7 @@ def _draw_lanes(ax, lanes: list[Lane], lo: float, hi: float) -> set[str]:
                 linewidth=0.3 if wait else 0,
                 hatch="////" if wait else None,
             )
-    ax.set_yticks(range(n))
-    ax.set_yticklabels([lane.label for lane in reversed(lanes)], fontsize=9)
-    ax.set_ylim(-0.6, n - 0.4)
-    ax.set_xlim(lo / 1000, hi / 1000)
-    ax.grid(axis="x", color="#E0E0E0", linewidth=0.6)
-    ax.set_axisbelow(True)
+    _label_lane_axes(ax, lanes, lo, hi)
     return used
 
 
@@ -72,7 +83,7 @@ def _draw_lanes_aggregated(ax, lanes: list[Lane], lo: float, hi: float) -> set[s
         y = n - 1 - row
         by_kind: dict[str, list[tuple[float, float]]] = {}
         for a, b, label in lane.spans:
-            kind = lane.color_kind if lane.kind == "agent" else role_kind(label)
+            kind = _span_kind(lane, label)
             by_kind.setdefault(kind, []).append((a, b))
         bottom = np.full(bins, y - _LANE_H / 2)
         for kind, spans in by_kind.items():
@@ -83,12 +94,7 @@ def _draw_lanes_aggregated(ax, lanes: list[Lane], lo: float, hi: float) -> set[s
             ax.bar(starts_us, frac * _LANE_H, width=width_us, bottom=bottom, align="edge", linewidth=0,
                    color=KIND_COLORS[kind])  # fmt: skip
             bottom = bottom + frac * _LANE_H
-    ax.set_yticks(range(n))
-    ax.set_yticklabels([lane.label for lane in reversed(lanes)], fontsize=9)
-    ax.set_ylim(-0.6, n - 0.4)
-    ax.set_xlim(lo / 1000, hi / 1000)
-    ax.grid(axis="x", color="#E0E0E0", linewidth=0.6)
-    ax.set_axisbelow(True)
+    _label_lane_axes(ax, lanes, lo, hi)
     return used
 
 
