@@ -48,3 +48,12 @@ def test_corpus_slice_keeps_every_promise(corpus: list[tuple[str, list[str]]]) -
         if found:
             broken.append(f"{name}: {found} {outcome.stderr.strip()[-300:]!r}")
     assert not broken, "\n".join(broken)
+
+
+@pytest.mark.parametrize("jobs", [-3, 1_000_000])
+def test_local_job_counts_are_bounded(jobs: int) -> None:
+    from gpusim.errors import InputError
+    from gpusim.explore.executors import make_executor
+
+    with pytest.raises(InputError, match="--jobs"):
+        make_executor(None, jobs)
