@@ -1,7 +1,7 @@
 """Fuzz the exploration, build, sequence and calibration commands with the adversarial corpus of
 fuzz_corpus.py (grids, problem tables, rank-check CSVs, sequence YAMLs, hostile files, output paths).
 
-CI runs an evenly spread slice of the corpus (GPUSIM_FUZZ_CORPUS_CASES, default 40 cases); set it to 0
+CI runs an evenly spread slice of the corpus (GPUSIM_FUZZ_CORPUS_CASES, default 25 cases); set it to 0
 for every case (~900; `python tests/fuzz_corpus.py` does the same outside pytest).
 """
 
@@ -17,7 +17,7 @@ from fuzzkit import problems, run_forked
 import gpusim.cli  # noqa: F401  (imported once here, so each forked run starts at once)
 
 TIME_BOUND_S = 60.0
-SLICE = int(os.environ.get("GPUSIM_FUZZ_CORPUS_CASES", "40"))
+SLICE = int(os.environ.get("GPUSIM_FUZZ_CORPUS_CASES", "25"))
 
 
 def _selected(workdir: Path) -> list[tuple[str, list[str]]]:
