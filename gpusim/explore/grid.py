@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 from gpusim.yamlio import parse_yaml_text
 
 MAX_POINTS = 100_000
 """Most points one sweep enumerates (problems x archs x axes)."""
 MAX_PROBLEMS_BYTES = 16 * 1024 * 1024
 """Largest ``--problems`` CSV read."""
+MAX_RANGE_MAGNITUDE = 10**18
+"""Largest whole number a ``lo..hi[:step]`` bound may be."""
 
 
 @dataclass(frozen=True)
@@ -61,13 +63,15 @@ def _scalar(text: str, where: str) -> Any:
 
 def _number(text: str, where: str) -> int | float:
     value = _scalar(text, where)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_RANGE_MAGNITUDE:
+        raise InputError(f"{where}: {quote(text.strip(), 40)} is too large for a range bound (at most 1e18)")
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InputError(f"{where}: expected a number in a lo..hi range (finite), got {text.strip()[:80]!r}")
     return value
 
 
 def _range(key: str, body: str) -> tuple[Any, ...]:
-    where = f"--grid {key}={body}"
+    where = f"--grid {quote(f'{key}={body}', 80)}"
     span, _, step_text = body.partition(":")
     lo_text, _, hi_text = span.partition("..")
     lo, hi = _number(lo_text, where), _number(hi_text, where)
@@ -91,18 +95,22 @@ def _range(key: str, body: str) -> tuple[Any, ...]:
 def parse_axis(text: str) -> Axis:
     """Read ``KEY=v1,v2,...`` or ``KEY=lo..hi[:step]`` (inclusive) into an axis."""
     if "=" not in text:
-        raise InputError(f"--grid '{text}': expected KEY=v1,v2,... or KEY=lo..hi[:step]")
+        raise InputError(f"--grid '{quote(text, 80)}': expected KEY=v1,v2,... or KEY=lo..hi[:step]")
     key, _, body = text.partition("=")
     key, body = key.strip(), body.strip()
     if not key:
-        raise InputError(f"--grid '{text}': empty key")
+        raise InputError(f"--grid '{quote(text, 80)}': empty key")
+    if not key.isidentifier():
+        raise InputError(
+            f"--grid '{quote(key, 80)}': a key is a parameter or problem name (letters, digits, _)"
+        )
     if not body:
         raise InputError(f"--grid {key}: no values; expected KEY=v1,v2,... or KEY=lo..hi[:step]")
     if ".." in body and "," not in body:
         return Axis(key, _range(key, body))
     values = tuple(_scalar(part, f"--grid {key}") for part in body.split(","))
     if len(set(map(repr, values))) != len(values):
-        raise InputError(f"--grid {key}: a value is listed twice ({body})")
+        raise InputError(f"--grid {key}: a value is listed twice ({quote(body, 80)})")
     return Axis(key, values)
 
 
