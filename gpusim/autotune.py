@@ -7,10 +7,11 @@ checked the way ``gpusim tune`` does (``STAGES: fit`` becomes the most stages th
 branch and bound: each legal candidate gets a lower bound on its time (its FLOPs at the MMA unit's rate in
 the simulator, with the wave quantization of its output tiles, and its compulsory HBM bytes at the
 calibrated bandwidth); the candidates are simulated (time only) schedule by schedule in turns (those on
-the newest MMA instruction first), each schedule's in bound order (among equal bounds, those that keep more SMs busy first, then those with
-larger output tiles), skipping any whose bound is no better than the best time found, until
-``max_simulations`` have run. With that budget the search is deterministic and its cost bounded; without
-it (None) the pick is the tuner's exhaustive best.
+the newest MMA instruction first), each schedule's in bound order (among equal bounds: fuller waves of
+work pieces over the SMs first, then less padding of M and N, then larger output tiles), skipping any
+whose bound is no better than the best time found, until ``max_simulations`` have run. With that budget
+the search is deterministic and its cost bounded; without it (None) the pick is the tuner's exhaustive
+best.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ ATTENTION_KINDS = ("auto:attn", "auto:attention")
 AUTO_KINDS = (*GEMM_KINDS, *ATTENTION_KINDS)
 MAX_SIMULATIONS = 8
 """Most candidates ``auto:*`` simulates (the schedules in turns, each in lower-bound order; among equal
-bounds, more busy SMs and then larger tiles first); the bound prunes the rest. None: every candidate the
+bounds, fuller waves, then less padding, then larger tiles first); the bound prunes the rest. None: every candidate the
 bound does not prune (the tuner's exhaustive best)."""
 
 
@@ -115,6 +116,16 @@ def _tile_intensity(sched: Schedule) -> float:
         return 0.0
     pair = 2 if sched.launch.cta_pair else 1
     return pair * bm * bn / (pair * bm + bn)
+
+
+def _padding(sched: Schedule) -> float:
+    """Output tiles' area over the problem's (1.0 when the tiles fit M and N exactly; 1 without BM/BN)."""
+    env = sched.env
+    bm, bn = env.get("BM", env.get("BLOCK_M")), env.get("BN", env.get("BLOCK_N"))
+    m, n = env.get("M"), env.get("N")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (bm, bn, m, n)):
+        return 1.0
+    return (-(-m // bm) * bm * -(-n // bn) * bn) / (m * n)
 
 
 def _pieces(sched: Schedule) -> int:
@@ -210,7 +221,7 @@ def search(
     if "dtype" in problem:
         problem["dtype"] = canonical_dtype(str(problem["dtype"]))
     tried: list[Candidate] = []
-    ranked: list[tuple[float, tuple[int, float, int], Any, Schedule, int]] = []
+    ranked: list[tuple[float, tuple[int, float, float, int], Any, Schedule, int]] = []
     equal_units = kind in GEMM_KINDS
     for candidate in space_for(kind, arch, problem):
         resolved = resolve_candidate(candidate, arch, problem)
@@ -219,8 +230,9 @@ def search(
                                    candidate.origin))  # fmt: skip
             continue
         legal, sched = resolved
-        busy_sms = min(arch.sm_count, _pieces(sched))
-        order = (-busy_sms, -_tile_intensity(sched), len(ranked))
+        pieces = _pieces(sched)
+        wave_use = pieces / (math.ceil(pieces / arch.sm_count) * arch.sm_count)
+        order = (-round(wave_use, 6), _padding(sched), -_tile_intensity(sched), len(ranked))
         bound = lower_bound_us(sched, arch, equal_units=equal_units)
         ranked.append((bound, order, legal, sched, _mma_generation(sched)))
     ranked = _interleave_schedules(sorted(ranked, key=lambda item: item[:2]))

@@ -7,7 +7,8 @@
   clusters along N of 1 or 2.
 - Ampere (sm_80+) GEMMs: CUTLASS's multistage cp.async tiles (128x256, 256x128, 128x128, 128x64, 64x128,
   64x64; K tile of 64 bytes; 3 to 6 stages), tf32 with the m16n8k8 instruction.
-- Volta (sm_70) GEMMs: the mma.sync tiles of the same shapes with two-stage register staging.
+- Volta (sm_70) GEMMs: the mma.sync tiles of the same shapes with two-stage register staging (one or two
+  CTAs per SM for tiles up to 128x128).
 - fp32 / tf32 on CUDA cores (any arch): CUTLASS's SIMT sgemm tiles (128x128x8 with 32x64 warps and smaller).
 - DeepGEMM FP8 (``gemm_fp8_deepgemm``): DeepGEMM's own list, BLOCK_M 64/128/256, BLOCK_N 16..256 in steps
   of 16, clusters 1x1, 1x2, 2x1 (deep_gemm ``get_best_config``).
@@ -75,6 +76,14 @@ def _named(schedule: str, values: dict[str, Any]) -> tuple[tuple[str, Any], ...]
     return tuple(out)
 
 
+SPLIT_K_CHOICES = (1, 2, 4, 8, 16)
+"""Split-K factors tried when the output tiles alone cannot fill the SMs."""
+
+
+def _splits(tiles_fill_sms: bool) -> tuple[int, ...]:
+    return (1,) if tiles_fill_sms else SPLIT_K_CHOICES
+
+
 def _k_tile(dtype: str, tile_bytes: int) -> int:
     return max(8, tile_bytes // max(1, int(bytes_per_element(dtype))))
 
@@ -84,7 +93,7 @@ def _hopper(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
     out: list[Candidate] = []
     for bm, bn in ((128, 64), (128, 128), (128, 256), (256, 64), (256, 128)):
         for cluster_m in (1, 2):
-            splits = (1,) if tiles_fill_sms else (1, 2, 4)
+            splits = _splits(tiles_fill_sms)
             for s in splits:
                 values = {"BM": bm, "BN": bn, "BK": bk, "STAGES": FIT, "CLUSTER_M": cluster_m, "SPLITS": s}
                 out.append(Candidate("gemm_ws_cooperative", _named("gemm_ws_cooperative", values),
@@ -103,7 +112,7 @@ def _blackwell(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
     for pair in (1, 0):
         for bn in (64, 128, 192, 256):
             for cluster_n in (1, 2):
-                for s in (1,) if tiles_fill_sms else (1, 2, 4):
+                for s in _splits(tiles_fill_sms):
                     values = {
                         "PAIR": pair,
                         "BM": 128,
@@ -124,7 +133,7 @@ def _ampere(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
     out: list[Candidate] = []
     for bm, bn in ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 64)):
         warp_m, warp_n = min(64, bm), min(64, bn // 2 if bn >= 128 else bn)
-        for s in (1,) if tiles_fill_sms else (1, 2, 4):
+        for s in _splits(tiles_fill_sms):
             values: dict[str, Any] = {"BM": bm, "BN": bn, "BK": bk, "WM": warp_m, "WN": warp_n, "STAGES": FIT,
                                       "SPLITS": s}  # fmt: skip
             if dtype == "tf32":
@@ -137,9 +146,11 @@ def _ampere(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
 def _volta(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
     out: list[Candidate] = []
     for bm, bn in ((128, 256), (256, 128), (128, 128), (64, 128)):
-        for s in (1,) if tiles_fill_sms else (1, 2, 4):
-            values = {"BM": bm, "BN": bn, "BK": 32, "SPLITS": s}
-            out.append(Candidate("gemm_sync", _named("gemm_sync", values), f"CUTLASS sm70 {bm}x{bn}x32"))
+        for ctas in (1, 2) if bm * bn <= 128 * 128 else (1,):  # two CTAs per SM where the budgets allow
+            for s in _splits(tiles_fill_sms):
+                values = {"BM": bm, "BN": bn, "BK": 32, "SPLITS": s, "CTAS_PER_SM": ctas}
+                out.append(Candidate("gemm_sync", _named("gemm_sync", values),
+                                     f"CUTLASS sm70 {bm}x{bn}x32, {ctas} CTA{'s' if ctas > 1 else ''} per SM"))  # fmt: skip
     return out
 
 
@@ -153,7 +164,7 @@ def _simt(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
         (64, 128, 32, 64),
         (64, 64, 32, 32),
     ):
-        for s in (1,) if tiles_fill_sms else (1, 2, 4):
+        for s in _splits(tiles_fill_sms):
             values = {"BM": bm, "BN": bn, "WM": warp_m, "WN": warp_n, "SPLITS": s}
             out.append(Candidate("gemm_simt_fp32", _named("gemm_simt_fp32", values),
                                  f"CUTLASS SIMT sgemm {bm}x{bn}x8, warp {warp_m}x{warp_n}"))  # fmt: skip
