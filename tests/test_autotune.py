@@ -9,7 +9,7 @@ import pytest
 
 from gpusim.api import predict
 from gpusim.arch import load_arch
-from gpusim.autotune import search_gemm
+from gpusim.autotune import MAX_SIMULATIONS, search_gemm
 from gpusim.costs import with_costs
 from gpusim.errors import InputError
 from gpusim.schedule.load import load_schedule
@@ -28,7 +28,10 @@ def test_small_m_is_memory_bound_and_large_square_compute_bound(arch_id: str) ->
     >= 75% busy within 1.25x of the FLOP bound."""
     arch = load_arch(arch_id)
     problem = {"M": 32, "N": 8192, "K": 8192, "dtype": "fp16"}
-    pick, _ = search_gemm(with_costs(arch, "datasheet"), problem, max_simulations=None)
+    # on v100 / a100 the 8-simulation budget stops at a split-K pick ~13% slower and tail-bound; the
+    # exhaustive search is cheap there (small tiles, few SMs), so the verdict is checked on its pick
+    budget = None if arch_id in ("v100", "a100") else MAX_SIMULATIONS
+    pick, _ = search_gemm(with_costs(arch, "datasheet"), problem, max_simulations=budget)
     assert pick.choice is not None
     small = predict(pick.choice["schedule"], arch, costs="datasheet", **problem, **pick.choice["params"])
     assert "HBM" in small.verdict, small.verdict
