@@ -207,7 +207,7 @@ def search(
     each simulation (progress bars); SimulationTimeout once ``deadline_s`` (a ``time.perf_counter()``
     value) has passed.
     """
-    from gpusim.explore.spaces import space_for
+    from gpusim.explore.spaces import check_problem, space_for
     from gpusim.explore.tune import resolve_candidate
 
     if kind not in AUTO_KINDS:
@@ -218,6 +218,7 @@ def search(
         raise InputError(f"{kind}: --set {unknown[0]}: only the problem ({', '.join(keys)}) can be set for auto; "
                          "name a schedule to set its parameters")  # fmt: skip
     problem = {**default_problem(kind, arch), **problem}
+    check_problem(kind, problem)
     if "dtype" in problem:
         problem["dtype"] = canonical_dtype(str(problem["dtype"]))
     tried: list[Candidate] = []

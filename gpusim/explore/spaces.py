@@ -21,6 +21,7 @@ before and after the schedules' vocabulary is unified.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,13 +184,42 @@ def deepgemm_space() -> list[Candidate]:
     return out
 
 
+SIZE_KEYS = ("M", "N", "K", "groups", "batch", "heads", "heads_kv", "seqlen_q", "seqlen_kv", "head_dim")
+"""Problem sizes: whole numbers >= 1 when given as numbers."""
+
+
+def check_problem(kind: str, problem: dict[str, Any]) -> None:
+    """Refuse a problem size that is not a whole number >= 1 (NaN, infinities, fractions, zero, negatives,
+    booleans) before any candidate is built; expressions (text) are left to the schedules."""
+    from gpusim.errors import InputError, quote
+
+    for key in SIZE_KEYS:
+        value = problem.get(key)
+        if value is None or isinstance(value, str):
+            continue
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if isinstance(value, float) and value.is_integer():
+            whole = True
+        if not whole or value < 1:
+            raise InputError(f"{kind}: --set {key}={quote(value, 40)}: expected a whole number >= 1")
+
+
+def _size(problem: dict[str, Any], key: str, default: int) -> int:
+    value = problem.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    if isinstance(value, float) and not math.isfinite(value):
+        return default
+    return int(value) if abs(value) <= 2**62 else default
+
+
 def gemm_space(arch: Arch, problem: dict[str, Any]) -> list[Candidate]:
     """The GEMM candidates for ``arch``: every generation whose MMA unit the arch has (the checks refuse
     the rest), newest first, with DeepGEMM's list for fp8 on sm_90; split-K variants only when the output
     tiles alone cannot fill the SMs."""
     dtype = canonical_dtype(str(problem.get("dtype", "bf16")))
-    m, n = int(problem.get("M", 8192)), int(problem.get("N", 8192))
-    tiles_fill_sms = (m // 128) * (n // 128) * int(problem.get("groups", 1)) >= arch.sm_count
+    m, n = _size(problem, "M", 8192), _size(problem, "N", 8192)
+    tiles_fill_sms = (m // 128) * (n // 128) * _size(problem, "groups", 1) >= arch.sm_count
     version = arch.sm_version
     out: list[Candidate] = []
     if version >= 100:

@@ -24,6 +24,7 @@ from gpusim.explore.spaces import (
     GEMM_KERNELS,
     GEMM_PROBLEM_KEYS,
     Candidate,
+    check_problem,
     space_for,
 )
 from gpusim.explore.sweep import run_sweep
@@ -182,6 +183,7 @@ def tune(kernel: str, arch: str | Arch, problem: dict[str, Any], *, costs: Costs
         if unknown:
             raise InputError(f"{kernel}: --set {unknown[0]}: only the problem ({', '.join(keys)}) can be set; "
                              "name a schedule to fix its parameters")  # fmt: skip
+    check_problem(kernel, problem)
     space = list(candidates) if candidates is not None else space_for(kernel, arch_obj, problem)
     if not space:
         raise InputError(f"{kernel}: no candidate space on {arch_obj.id} (tunable: auto:gemm, auto:attention, "
