@@ -2,10 +2,12 @@
 
 Run: ``python bench/bench_predict.py`` (prints the Markdown table of docs/performance.md). Each case
 runs in its own process (so its peak RSS is its own) with a wall-clock guard that only stops the
-benchmark, never a prediction. A fixed pure-Python reference workload is timed in the same run and
+benchmark, never a prediction. Wall and CPU seconds are both given (CPU seconds stay meaningful on a
+shared, loaded machine). A fixed pure-Python reference workload is timed (CPU) in the same run and
 every case is also given as a ratio to it, so figures compare across machines. Not part of the tests.
 
-Options: ``--cases NAME,...`` (substring match on the case label), ``--repeats N``, ``--timeout S``.
+Options: ``--cases NAME,...`` (substring match on the case label), ``--repeats N``, ``--timeout S`` (CPU
+seconds per case).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -63,20 +66,29 @@ def reference_workload_s() -> float:
     return time.perf_counter() - start
 
 
+def reference_workload_cpu_s() -> float:
+    """CPU seconds of the reference workload (robust to other jobs sharing the machine)."""
+    start = time.process_time()
+    reference_workload_s()
+    return time.process_time() - start
+
+
 def _one(schedule: str, arch: str | None, problem: dict[str, Any], repeats: int) -> dict[str, Any]:
     import resource
 
     import gpusim
 
-    walls = []
+    walls, cpus = [], []
     prediction = None
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         prediction = gpusim.predict(schedule, arch, costs="datasheet", **problem)
         walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu_start)
     assert prediction is not None
     return {
         "wall_s": statistics.median(walls),
+        "cpu_s": statistics.median(cpus),
         "events": prediction.sim.get("events"),
         "skipped_events": prediction.sim.get("skipped_events"),
         "time_us": prediction.time_us,
@@ -93,33 +105,43 @@ def main() -> None:
     parser.add_argument("--child", default="")
     args = parser.parse_args()
     if args.child:
+        import resource
+
+        limit = int(args.timeout) + 1  # the guard counts CPU seconds: the same cases stop on a loaded machine
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
         schedule, arch, problem = json.loads(args.child)
         print(json.dumps(_one(schedule, arch, problem, args.repeats)))
         return
     wanted = [w for w in args.cases.split(",") if w]
     cases = [c for c in CASES if not wanted or any(w in c[0] for w in wanted)]
-    ref = min(reference_workload_s() for _ in range(3))
+    ref = min(reference_workload_cpu_s() for _ in range(3))
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}; load average {os.getloadavg()[0]:.1f}; "
-          f"reference workload {ref:.3f} s")  # fmt: skip
+          f"reference workload {ref:.3f} CPU s")  # fmt: skip
     print()
     print(
-        "| case | target s | wall s (median) | x reference | events | events skipped | predicted us | peak RSS MB |"
+        "| case | target s | wall s (median) | CPU s (median) | x reference (CPU) | events | events skipped "
+        "| predicted us | peak RSS MB |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for label, schedule, arch, problem, target in cases:
-        cmd = [sys.executable, __file__, "--repeats", str(args.repeats), "--child",
+        cmd = [sys.executable, __file__, "--repeats", str(args.repeats), "--timeout", str(args.timeout), "--child",
                json.dumps([schedule, arch, problem])]  # fmt: skip
         try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, check=False)
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=20 * args.timeout, check=False)
             result = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else None
-            note = "" if result else out.stderr.strip().splitlines()[-1][:80]
+            if result is None and out.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+                note = f"over the benchmark's {args.timeout:g} CPU-s guard"
+            elif result is None:
+                note = (out.stderr.strip().splitlines() or ["failed"])[-1][:80]
+            else:
+                note = ""
         except subprocess.TimeoutExpired:
-            result, note = None, f"over the benchmark's {args.timeout:g} s guard"
+            result, note = None, f"over the benchmark's {20 * args.timeout:g} s wall guard"
         if result is None:
-            print(f"| {label} | {target} | {note} | | | | | |")
+            print(f"| {label} | {target} | {note} | | | | | | |")
             continue
-        print(f"| {label} | {target} | {result['wall_s']:.3f} | {result['wall_s'] / ref:.1f} | "
+        print(f"| {label} | {target} | {result['wall_s']:.3f} | {result['cpu_s']:.3f} | {result['cpu_s'] / ref:.1f} | "
               f"{result['events']:,} | {result['skipped_events'] or 0:,} | {result['time_us']:,.1f} | "
               f"{result['rss_mb']:.0f} |", flush=True)  # fmt: skip
 

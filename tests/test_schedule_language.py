@@ -120,6 +120,24 @@ def test_pingpong_128x256_is_refused_with_register_numbers() -> None:
         check_schedule(small, arch)
 
 
+@pytest.mark.parametrize(
+    ("bm", "bn", "regs_per_thread"),
+    [(64, 128, 128), (128, 160, 160), (128, 192, 192), (256, 128, 192), (256, 160, None)],
+)
+def test_deepgemm_registers_follow_its_waves(bm: int, bn: int, regs_per_thread: int | None) -> None:
+    """DeepGEMM holds one 64-row wave's accumulator plus every wave's promoted result: BM 256 x BN 128
+    (two waves per math warpgroup) fits setmaxnreg 232 with 64 + 128 registers; 256 x 160 does not."""
+    arch = load_arch("h800")
+    sched = load_schedule("gemm_fp8_deepgemm", arch, {"BM": bm, "BN": bn})
+    if regs_per_thread is None:
+        with pytest.raises(ScheduleRefused, match=r"need 240 registers per thread .* more than its 232"):
+            check_schedule(sched, arch)
+        return
+    rmem = sum(b.bytes for b in sched.buffers.values() if b.space == "rmem") // 4
+    assert rmem // (sched.roles["math"].warps * 32) == regs_per_thread
+    check_schedule(sched, arch)
+
+
 def test_occupancy_is_computed_unless_pinned() -> None:
     """ctas_per_sm: auto takes the most CTAs that every budget allows; a pinned value is kept."""
     arch = load_arch("a100")

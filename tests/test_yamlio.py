@@ -141,3 +141,23 @@ def test_read_yaml_mapping_refuses_non_mappings(tmp_path: Path, content: str, ne
     assert message.startswith(f"{path}: ")
     assert needle in message
     assert "\n" not in message
+
+
+def test_builtin_files_parse_alike_with_the_fast_loader() -> None:
+    """The package's own files go through libyaml (when present) and read exactly as the bounded loader reads them."""
+    from gpusim.resources import builtin_dir
+    from gpusim.yamlio import is_builtin_file, parse_yaml_text, read_yaml_mapping
+
+    path = builtin_dir("archs") / "h100.yaml"
+    assert is_builtin_file(path)
+    assert read_yaml_mapping(path) == parse_yaml_text(path.read_text(), str(path))
+    for text in ("a: 1\na: 2\n", "a: !!float abc\n"):
+        with pytest.raises(InputError):
+            parse_yaml_text(text, "f", builtin=True)
+    assert parse_yaml_text("x: 3.35e12\n", "f", builtin=True) == {"x": 3.35e12}
+
+
+def test_user_files_are_not_builtin(tmp_path) -> None:
+    from gpusim.yamlio import is_builtin_file
+
+    assert not is_builtin_file(tmp_path / "h100.yaml")

@@ -142,24 +142,27 @@ class Expr:
             self._fn, self.names = _compile_text(text)
 
     def __call__(self, env: Env, where: str = "") -> Any:
-        shown = quote(self.text)
         try:
             return _checked(self._fn(env))
         except KeyError as exc:
             name = exc.args[0]
             raise UnknownNameError(
-                "symbol", str(name), env.keys(), where=where or f"expression '{shown}'"
+                "symbol", str(name), env.keys(), where=where or f"expression '{quote(self.text)}'"
             ) from None
         except ZeroDivisionError:
-            raise ExprError(f"{where or 'expression'}: '{shown}' divides by zero") from None
+            raise ExprError(f"{where or 'expression'}: '{quote(self.text)}' divides by zero") from None
         except _Bound as exc:
-            raise ExprError(f"{where or 'expression'}: '{shown}' is out of range: {quote(exc)}") from None
+            raise ExprError(
+                f"{where or 'expression'}: '{quote(self.text)}' is out of range: {quote(exc)}"
+            ) from None
         except OverflowError:
             raise ExprError(
-                f"{where or 'expression'}: '{shown}' is out of range: a result is too large"
+                f"{where or 'expression'}: '{quote(self.text)}' is out of range: a result is too large"
             ) from None
         except (TypeError, ValueError, ArithmeticError, RecursionError, MemoryError) as exc:
-            raise ExprError(f"{where or 'expression'}: '{shown}' cannot be evaluated: {quote(exc)}") from None
+            raise ExprError(
+                f"{where or 'expression'}: '{quote(self.text)}' cannot be evaluated: {quote(exc)}"
+            ) from None
 
     def __repr__(self) -> str:
         return f"Expr({self.text!r})"

@@ -110,6 +110,7 @@ class _Builder:
         self.pending_roles: list[simpy.Process] = []
         self.ff: FastForward | None = None
         self.multicast = _tma_multicasts(sched)
+        self.memo: dict[tuple, Any] = {}
         self.sync_warps = sum(
             r.warps * r.replicas
             for r in sched.roles.values()
@@ -153,6 +154,7 @@ class _Builder:
                 units=[cu[rank] for cu in cunits],
                 wave_offset=wave_offset,
                 miss=self.miss,
+                memo=self.memo,
             )
             if pair:
                 base = rank - rank % 2

@@ -61,11 +61,32 @@ from gpusim.sim.sync import (
 _TOL_ABS = 1e-6
 _TOL_REL = 1e-9
 _MAX_SAME_KEY = 16
+_MAX_VERDICTS = 65_536
 
 
 class _Unsupported(Exception):
     """A piece of state the snapshot cannot describe; no checkpoint is taken."""
 
+
+# Every field of a ring Stage and how a jump treats it: "slot" fields say where the stage sits in its
+# ring (recomputed from the sequence number it lands on), "occupant" fields travel with the occupant
+# to the stage its sequence number lands on. The one declaration both lists below derive from.
+_STAGE_STATE: dict[str, str] = {
+    "index": "slot",
+    "freed": "slot",
+    "open_gen": "slot",
+    "tag": "occupant",
+    "key": "occupant",
+    "expected_bytes": "occupant",
+    "arrivals": "occupant",
+    "commits": "occupant",
+    "full": "occupant",
+    "releases": "occupant",
+    "expected_releases": "occupant",
+    "open_ns": "occupant",
+    "full_ns": "occupant",
+}
+_STAGE_FIELDS = tuple(name for name, how in _STAGE_STATE.items() if how == "occupant")
 
 # Fields of every simulation class the snapshot reads or knows to be irrelevant. If a class gains a
 # field, the fast-forward cannot know whether it is state, so it stays off (exact run).
@@ -153,23 +174,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "ff",
         }
     ),
-    Stage: frozenset(
-        {
-            "index",
-            "freed",
-            "open_gen",
-            "tag",
-            "key",
-            "expected_bytes",
-            "arrivals",
-            "commits",
-            "full",
-            "releases",
-            "expected_releases",
-            "open_ns",
-            "full_ns",
-        }
-    ),
+    Stage: frozenset(_STAGE_STATE),
     RoleRunner: frozenset(
         {
             "cta",
@@ -216,6 +221,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "pair",
             "outstanding",
             "operand_multicast",
+            "memo",
         }
     ),
     NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),
@@ -319,13 +325,20 @@ class FastForward:
     _log: dict[tuple, Any] = field(default_factory=dict)
     _dyn_cache: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     _checked: bool = False
+    _verdicts: dict[tuple, tuple[int, int]] = field(default_factory=dict)
+    """Checks of recorded reads over skipped periods: key -> (periods checked, periods that held)."""
+    live_rings: list[StageRing] = field(default_factory=list)
+    """The rings of CTAs with a role still running (``rings`` keeps every ring the run built)."""
+    _stale: bool = True
+    """Runners registered since the live lists were last rebuilt."""
 
     # ---- registration -----------------------------------------------------------------------------
 
     def add_runner(self, runner: RoleRunner, process: simpy.Process) -> None:
         """A role replica and its process (new CTAs register as they launch)."""
-        self._runner_index[id(runner)] = len(self.runners)
+        self._runner_index[id(runner)] = len(self._runner_index)
         self.runners.append(runner)
+        self._stale = True
         self.add_process(process)
         runner.ff = self
         for ring in runner.cta.rings.values():
@@ -402,6 +415,7 @@ class FastForward:
         keys, self.pending = self.pending or [], None
         if self.disabled is not None:
             return 0
+        self._drop_finished()
         if not self._checked:
             self.disabled = unknown_state(self._objects())
             self._checked = True
@@ -446,9 +460,20 @@ class FastForward:
                     self._jump(period, periods, snap, logs)
                     skipped = periods * (events - old.events)
                     self.skipped_events += skipped
-                    self._history.clear()
-                    self._cheap.clear()
-                    self._logs.clear()
+                    if _tile_independent(logs, period.loop_delta, self.unit_fields):
+                        # Outer loops (the tile loop) keep their checkpoints: over a whole tile, the
+                        # skipped iterations read what the observed ones read (nothing they read
+                        # depends on the tile), so a later tile-level period is checked by the reads
+                        # logged since its first checkpoint. Only this loop's history is stale.
+                        for k in keys:
+                            self._history.pop(k, None)
+                            self._cheap.pop(k, None)
+                        self._seq += 1
+                        self._logs.append((self._seq, {}))
+                    else:
+                        self._history.clear()
+                        self._cheap.clear()
+                        self._logs.clear()
                     return skipped
         for key in keys:
             history = self._history.setdefault(key, [])
@@ -456,6 +481,23 @@ class FastForward:
             del history[:-_MAX_SAME_KEY]
         self._trim_logs()
         return 0
+
+    def _drop_finished(self) -> None:
+        """Forget finished roles and the rings of CTAs whose roles have all finished: their state no
+        longer changes, and a grid launch would otherwise make every checkpoint cost O(CTAs launched).
+        The snapshot records how many roles were ever registered, so a period never spans a launch."""
+        if not self._stale and all(not r.finished for r in self.runners):
+            return
+        self.runners = [r for r in self.runners if not r.finished]
+        seen: set[int] = set()
+        live: list[StageRing] = []
+        for runner in self.runners:
+            for ring in runner.cta.rings.values():
+                if id(ring) not in seen:
+                    seen.add(id(ring))
+                    live.append(ring)
+        self.live_rings = live
+        self._stale = False
 
     def _trim_logs(self) -> None:
         """Forget the reads of intervals older than every checkpoint still in the history."""
@@ -469,15 +511,16 @@ class FastForward:
     def _cheap_key(self) -> tuple:
         """Where every role is and how full every ring and port is: equal in any two repeating states."""
         runners = tuple((id(r.pc), r.finished, len(r.frames)) for r in self.runners)
+        runners += (len(self._runner_index),)
         rings = tuple(
             (sum(1 for st in ring.stages if st.open_gen >= 0), sum(st.full for st in ring.stages))
-            for ring in self.rings
+            for ring in self.live_rings
         )
         ports = tuple(len(sm.ingress.queue) + 7 * len(sm.egress.queue) for sm in self.sms)  # type: ignore[union-attr]
         return (runners, rings, ports, len(self.env._queue), len(self.net.active))  # type: ignore[attr-defined]
 
     def _objects(self) -> list[Any]:
-        objs: list[Any] = [self.net, *self.sms, *self.rings, *self.runners]
+        objs: list[Any] = [self.net, *self.sms, *self.live_rings, *self.runners]
         for sm in self.sms:
             objs += [*sm.servers.values(), sm.ingress, sm.egress]
         ctas = {id(r.cta): r.cta for r in self.runners}
@@ -487,7 +530,7 @@ class FastForward:
             objs += list(cta.chunks.values())
             if cta.syncthreads is not None:
                 objs.append(cta.syncthreads)
-        for ring in self.rings:
+        for ring in self.live_rings:
             objs += ring.stages
             objs.append(ring.group)
         return objs
@@ -552,7 +595,7 @@ class FastForward:
         _move_tokens(snap.handles, period.token_delta, periods)
         opens: dict[int, int] = {}
         moved: dict[int, Stage] = {}
-        for ring, dop in zip(self.rings, period.ring_delta, strict=True):
+        for ring, dop in zip(self.live_rings, period.ring_delta, strict=True):
             opens[id(ring)] = dop * periods
             moved.update(_shift_ring(ring, shift, dop * periods))
         for runner in self.runners:
@@ -617,7 +660,7 @@ class _Capture:
         self.loops: list[tuple[str, int]] = []
         self.handles: list[tuple[Any, str]] = []
         """Parallel to ``loops``: where each loop token lives, to move it in a jump."""
-        self.ring_index = {id(r): i for i, r in enumerate(ff.rings)}
+        self.ring_index = {id(r): i for i, r in enumerate(ff.live_rings)}
         self.holders: dict[int, tuple[int, str]] = {}
         self.cursors: dict[int, tuple[int, str]] = {}
         for i, runner in enumerate(ff.runners):
@@ -630,6 +673,7 @@ class _Capture:
         ff = self.ff
         s = self.struct
         queue = sorted(ff.env._queue, key=lambda e: (e[0], e[1], e[2]))  # type: ignore[attr-defined]
+        s.append((len(ff._runner_index), len(ff.runners), len(ff.live_rings)))
         s.append(len(queue))
         for t, prio, _eid, ev in queue:
             self.values.append(t - self.now)
@@ -639,7 +683,7 @@ class _Capture:
         ctas = {id(r.cta): r.cta for r in ff.runners}
         for cta in ctas.values():
             self.cta(cta)
-        for ring in ff.rings:
+        for ring in ff.live_rings:
             self.ring(ring)
         for sm in ff.sms:
             for name in sorted(sm.servers):
@@ -655,7 +699,7 @@ class _Capture:
         self.values.append(self.now - net._last_update)
         acc = [getattr(o, a) for o, a in _accumulators(ff)]
         return Snapshot(self.now, tuple(s), self.values, self.loops,
-                        [r.opened for r in ff.rings], acc, self.handles)  # fmt: skip
+                        [r.opened for r in ff.live_rings], acc, self.handles)  # fmt: skip
 
     # -- pieces --
 
@@ -699,6 +743,8 @@ class _Capture:
             raise _Unsupported
         kind = type(cb)
         if kind is StageCallback:
+            if id(cb.ring) not in self.ring_index:
+                raise _Unsupported
             return ("S", cb.release, self.ring_index[id(cb.ring)], _stage_rel(cb.ring, cb.stage))
         if kind is NetTimer:
             return ("N", cb.version == cb.net._version)
@@ -714,6 +760,8 @@ class _Capture:
         if cb is None:
             self.struct.append(None)
         elif type(cb) is Credit:
+            if any(id(r) not in self.ring_index for r in cb.rings):
+                raise _Unsupported  # a credit for a ring of a finished CTA
             self.struct.append(("credit", tuple(self.ring_index[id(r)] for r in cb.rings)))
             self.tag(dict(cb.key), ("key", cb, cb.key))
             self.values.append(cb.amount)
@@ -873,6 +921,25 @@ def values_of(moving: dict[str, list[int]], name: str) -> list[int]:
 # ---- checks that the recorded reads hold over the skipped periods -------------------------------------
 
 
+def _tile_independent(logs: list[dict[tuple, Any]], d: dict[str, int], unit_fields: frozenset[str]) -> bool:
+    """Whether every read of a jump's observed period that moves with the jumped loops reads nothing of
+    the tile (so the skipped iterations of any tile read what the observed ones read), and no chunk
+    buffer took part (their landed tags are not re-checked per tile)."""
+    if d.get("tile"):
+        return False
+    for log in logs:
+        for key, entry in log.items():
+            kind = key[0]
+            if kind in ("l", "w"):
+                return False
+            if kind == "e":
+                names, uses_unit = entry[3], entry[5]
+                tile_read = uses_unit or "tile" in names or any(n in unit_fields for n in names)
+                if tile_read and any(d.get(n) for n in names):
+                    return False
+    return True
+
+
 def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
     runner, expr, value, names, values, uses_unit, tag_name = entry
     d_tile = d.get("tile", 0)
@@ -882,6 +949,47 @@ def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
     if not moving and not (uses_unit and d_tile):
         return periods
     env = dict(runner.vars)
+    env.update(zip(names, values, strict=True))  # every name as it was when read, not as it is now
+    units = runner.cta.units
+    tile = values[names.index("tile")] if uses_unit else None
+    # Without a moving tile the answer depends only on the expression, the values it was read with
+    # and the shifts (the other names are the schedule's constants, or the replica's): later jumps
+    # (the next tile's mainloop) ask the same question, so the verdict is kept.
+    verdicts = runner.ff._verdicts
+    key = None
+    first = 1
+    if not (uses_unit and d_tile):
+        key = (expr, values, tuple(moving), value, moves_by, env.get("r"), env.get("cta_rank"))
+        known = verdicts.get(key)
+        if known is not None:
+            checked, good = known
+            if good < checked or periods <= checked:
+                return min(good, periods)
+            first = checked + 1
+    good = periods
+    for m in range(first, periods + 1):
+        if uses_unit and d_tile:
+            t = tile + m * d_tile  # type: ignore[operator]
+            if not 0 <= t < len(units):
+                good = m - 1
+                break
+            env.update(units[t])
+        for n, v, step in moving:
+            env[n] = v + m * step
+        try:
+            if expr(env) != value + m * moves_by:
+                good = m - 1
+                break
+        except Exception:
+            good = m - 1
+            break
+    if key is not None:
+        if len(verdicts) >= _MAX_VERDICTS:
+            verdicts.clear()
+        verdicts[key] = (periods, good)
+    return good
+    env = dict(runner.vars)
+    env.update(zip(names, values, strict=True))  # every name as it was when read, not as it is now
     units = runner.cta.units
     tile = values[names.index("tile")] if uses_unit else None
     for m in range(1, periods + 1):
@@ -961,8 +1069,8 @@ def _holds_miss(entry: tuple, d: dict[str, int], periods: int) -> int:
 def _holds_releases(entry: tuple, d: dict[str, int], periods: int) -> int:
     ring, tag, count = entry
     moving = {k: d[k] for k in tag if d.get(k)}
-    if not moving:
-        return periods
+    if "tile" not in moving:
+        return periods  # the engine's release counts read only the tag's tile (see observe_releases)
     for m in range(1, periods + 1):
         shifted = {k: v + m * moving.get(k, 0) for k, v in tag.items()}
         if max(1, ring.expected_releases(shifted)) != count:
@@ -1038,20 +1146,6 @@ def _move_tokens(handles: list[tuple[Any, str]], deltas: list[int], periods: int
             owner.credits[tag_key(tag)] = owner.credits.pop(key)
         else:
             owner.key = tag_key(tag)
-
-
-_STAGE_FIELDS = (
-    "tag",
-    "key",
-    "expected_bytes",
-    "arrivals",
-    "commits",
-    "full",
-    "releases",
-    "expected_releases",
-    "open_ns",
-    "full_ns",
-)
 
 
 def _shift_ring(ring: StageRing, shift: float, opens: int) -> dict[int, Stage]:

@@ -52,6 +52,9 @@ class Cta:
     pair: list[SimSM] = field(default_factory=list)
     outstanding: list[simpy.Event] = field(default_factory=list)
     operand_multicast: dict[str, int] = field(default_factory=dict)
+    memo: dict[tuple, Any] = field(default_factory=dict)
+    """Values of program expressions by the values of the names they read (shared by the CTAs of one
+    simulation; a cache, not state: expressions are pure)."""
 
     def miss_fraction(self, operand: str | None, tile: int) -> float:
         """Fraction of an operand's bytes that come from HBM in this tile's wave."""
@@ -149,22 +152,45 @@ class RoleRunner:
                     if self.spans is not None and self.env.now > self.op_start_ns:
                         self.spans.append((self.op_start_ns, self.env.now, _span_label(stmt)))
 
+    def _key(self, kind: Any, expr: Any) -> tuple:
+        """The memo key: what is evaluated and the values of every name it reads."""
+        names = self.cta.memo.get(expr)
+        if names is None:
+            names = self.cta.memo[expr] = tuple(sorted(expr.names))
+        get = self.vars.get
+        return (kind, expr, *[get(n) for n in names])
+
     def _eval(self, expr: Any, stmt: Stmt) -> Any:
-        value = expr(self.vars, where=stmt.where)
+        memo = self.cta.memo
+        key = self._key(None, expr)
+        value = memo.get(key, _MISSING)
+        if value is _MISSING:
+            value = expr(self.vars, where=stmt.where)
+            _remember(memo, key, value)
         if self.ff is not None:
             self.ff.observe(self, expr, value)
         return value
 
     def count(self, stmt: Stmt, expr: Any, minimum: float = 0, whole: bool = True) -> int:
         """``stmt.count`` of ``expr`` in this role's variables (told to the fast-forward)."""
-        value = stmt.count(expr, self.vars, minimum=minimum, whole=whole)
+        memo = self.cta.memo
+        key = self._key((minimum, whole), expr)
+        value = memo.get(key, _MISSING)
+        if value is _MISSING:
+            value = stmt.count(expr, self.vars, minimum=minimum, whole=whole)
+            _remember(memo, key, value)
         if self.ff is not None:
             self.ff.observe(self, expr, value)
         return value
 
     def size(self, stmt: Stmt, expr: Any) -> float:
         """``stmt.size`` of ``expr`` in this role's variables (told to the fast-forward)."""
-        value = stmt.size(expr, self.vars)
+        memo = self.cta.memo
+        key = self._key("size", expr)
+        value = memo.get(key, _MISSING)
+        if value is _MISSING:
+            value = stmt.size(expr, self.vars)
+            _remember(memo, key, value)
         if self.ff is not None:
             self.ff.observe(self, expr, value)
         return value
@@ -281,6 +307,15 @@ class RoleRunner:
 
 
 _NO_OVERRIDES: dict[str, Any] = {}
+_MISSING = object()
+_MEMO_ENTRIES = 65_536
+"""The most remembered expression values per simulation (the memo starts over past it)."""
+
+
+def _remember(memo: dict[tuple, Any], key: tuple, value: Any) -> None:
+    if len(memo) >= _MEMO_ENTRIES:
+        memo.clear()
+    memo[key] = value
 
 
 def _span_label(stmt: Stmt) -> str:

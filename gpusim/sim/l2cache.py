@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import Any
 
 from gpusim.schedule.ir import Schedule
-from gpusim.sim.scheduler import WorkPlan
+from gpusim.sim.scheduler import ExprMemo, WorkPlan
 
 
 def panel_miss_fractions(
@@ -28,18 +28,28 @@ def panel_miss_fractions(
     used_bytes = 0.0
     result: list[dict[str, float]] = []
     env = dict(sched.env)
+    memo = ExprMemo()
+    read: frozenset[str] = frozenset()
+    for operand in sched.operands.values():
+        read = read.union(operand.bytes.names, *(k.names for k in operand.key))
+    static = {n: env[n] for n in read if n in env}  # what the keys and sizes read, not the whole env
     for w in range(plan.num_waves):
         units = plan.wave(w)
         fractions: dict[str, float] = {}
+        locals_ = [{**static, **unit} for unit in units]
+        for name, operand in sched.operands.items():  # a name neither has: the full env's error message
+            for expr in (*operand.key, operand.bytes):
+                if units and not expr.names <= locals_[0].keys():
+                    expr({**env, **units[0]}, where=f"operands.{name}")
         for name, operand in sched.operands.items():
             uses: dict[tuple[Any, ...], int] = {}
             sizes: dict[tuple[Any, ...], float] = {}
-            for unit in units:
-                local = {**env, **unit}
-                key = (name, *(k(local, where=f"operands.{name}.key") for k in operand.key))
+            key_where, bytes_where = f"operands.{name}.key", f"operands.{name}.bytes"
+            for local in locals_:
+                key = (name, *(memo(k, local, key_where) for k in operand.key))
                 uses[key] = uses.get(key, 0) + 1
                 if key not in sizes:
-                    sizes[key] = float(operand.bytes(local, where=f"operands.{name}.bytes"))
+                    sizes[key] = float(memo(operand.bytes, local, bytes_where))
             total = sum(uses[k] * sizes[k] for k in uses) / max(1, multicast.get(name, 1))
             missing = 0.0
             for key, size in sizes.items():

@@ -137,16 +137,21 @@ class FlowNetwork:
             level_cap = min(t.port.cap_bytes_per_ns for t in unfrozen)  # type: ignore[union-attr]
             level = min(level_l2, level_hbm, level_cap)
             if level == level_cap:
-                frozen = [t for t in unfrozen if t.port.cap_bytes_per_ns <= level]  # type: ignore[union-attr]
+                binds = [t.port.cap_bytes_per_ns <= level for t in unfrozen]  # type: ignore[union-attr]
             elif level == level_hbm:
-                frozen = [t for t in unfrozen if t.hbm_coef > 0]
+                binds = [t.hbm_coef > 0 for t in unfrozen]
             else:
-                frozen = [t for t in unfrozen if t.l2_coef > 0]
-            for t in frozen:
-                t.rate = max(level, 1e-12)
-                l2_left -= t.rate * t.weight * t.l2_coef
-                hbm_left -= t.rate * t.weight * t.hbm_coef
-            unfrozen = [t for t in unfrozen if t not in frozen]
+                binds = [t.l2_coef > 0 for t in unfrozen]
+            rate = max(level, 1e-12)
+            rest = []
+            for t, bind in zip(unfrozen, binds, strict=True):
+                if bind:
+                    t.rate = rate
+                    l2_left -= rate * t.weight * t.l2_coef
+                    hbm_left -= rate * t.weight * t.hbm_coef
+                else:
+                    rest.append(t)
+            unfrozen = rest
             l2_left, hbm_left = max(l2_left, 0.0), max(hbm_left, 0.0)
 
     def _on_timer(self, version: int) -> None:

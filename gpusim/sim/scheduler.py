@@ -13,12 +13,40 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import InputError
+from gpusim.errors import GpusimError, InputError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
 
 Unit = dict[str, Any]
 ClusterUnit = tuple[Unit, ...]
+
+
+class ExprMemo:
+    """Values of expressions by the values of the names they read: a unit field or an operand key that
+    reads only ``m_block`` is evaluated once per ``m_block``, not once per unit (expressions are pure)."""
+
+    def __init__(self) -> None:
+        self._names: dict[Any, tuple[str, ...]] = {}
+        self._values: dict[tuple, Any] = {}
+
+    def __call__(self, expr: Any, env: dict[str, Any], where: str) -> Any:
+        """``expr(env, where=where)``, remembered."""
+        names = self._names.get(expr)
+        if names is None:
+            names = self._names[expr] = tuple(sorted(expr.names))
+        get = env.get
+        key = (expr, *[get(n) for n in names])
+        value = self._values.get(key, _MISSING)
+        if value is _MISSING:
+            value = expr(env, where=where)
+            if len(self._values) >= _MEMO_ENTRIES:
+                self._values.clear()
+            self._values[key] = value
+        return value
+
+
+_MISSING = object()
+_MEMO_ENTRIES = 65_536
 
 
 @dataclass(frozen=True)
@@ -184,13 +212,23 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
     cdims = [-(-e // (cluster[i] if i < 3 else 1)) for i, e in enumerate(extents)]
     env = dict(sched.env)
     kt = env.get("KT")
+    memo = ExprMemo()
+    field_where = {name: f"{sched.name}: launch.fields.{name}" for name in launch.fields}
+
+    read = frozenset().union(*(expr.names for expr in launch.fields.values()))
+    static = {n: env[n] for n in read if n in env}  # the env the fields read, not all of it per unit
 
     def make_unit(coords: tuple[int, ...], extra: dict[str, Any]) -> Unit:
         unit: Unit = dict(zip(dim_names, coords, strict=True))
         unit.update(extra)
-        local = {**env, **unit}
+        local = dict(static)
+        local.update(unit)
         for name, expr in launch.fields.items():
-            unit[name] = expr(local, where=f"{sched.name}: launch.fields.{name}")
+            try:
+                unit[name] = memo(expr, local, field_where[name])
+            except GpusimError:
+                expr({**env, **unit}, where=field_where[name])  # the error names every known symbol
+                raise
             local[name] = unit[name]
         return unit
 
