@@ -20,7 +20,9 @@ from typing import Any
 
 from gpusim.arch import Arch, builtin_arch_ids
 from gpusim.arch import load_arch as _load_arch_file
-from gpusim.autotune import AUTO_KINDS, default_gemm_problem, is_auto, search_gemm
+from gpusim.autotune import default_problem as auto_default_problem
+from gpusim.autotune import is_auto, search
+from gpusim.autotune import problem_keys as auto_problem_keys
 from gpusim.costs import with_costs
 from gpusim.errors import InputError
 from gpusim.result import Prediction
@@ -100,8 +102,8 @@ def predict(
     """Predict ``schedule`` on ``arch`` for ``problem`` (problem sizes and schedule parameters).
 
     - ``schedule``: a built-in name (see :func:`schedules`), ``auto:gemm`` (the fastest legal GEMM
-      schedule and tiling gpusim finds; without M/N/K/dtype, an 8192-cube bf16 GEMM), a YAML path, or
-      a loaded schedule.
+      schedule and tiling gpusim finds; without M/N/K/dtype, an 8192-cube bf16 GEMM), ``auto:attention``
+      (the same for attention forward), a YAML path, or a loaded schedule.
     - ``arch``: an id, alias, YAML path or :class:`Arch`; default: the schedule's reference arch.
     - ``costs``: ``"calibrated"`` (default), ``"datasheet"`` or an overlay file (see :func:`load_arch`).
     - ``record``: keep the simulation on ``Prediction.timeline`` (for traces and timeline plots).
@@ -134,17 +136,12 @@ def predict(
 def _predict_auto(kind: str, arch: Arch, problem: dict[str, Any], *, record: bool, exact: bool, attribute: bool,
                   deadline_s: float | None, on_progress: Callable[[int, int], None] | None,
                   max_events: int | None = DEFAULT_MAX_EVENTS) -> Prediction:  # fmt: skip
-    if kind not in AUTO_KINDS:
-        raise InputError(f"unknown search '{kind}'; known: {', '.join(AUTO_KINDS)}")
-    if kind in ("auto:attn", "auto:attention"):
-        raise InputError(f"{kind}: use `gpusim tune auto:attention` (the attention search is not wired into "
-                          "predict yet)")  # fmt: skip
-    best, _ = search_gemm(
-        arch, problem, deadline_s, exact=exact, on_candidate=on_progress, max_events=max_events
+    best, _ = search(
+        kind, arch, problem, deadline_s, exact=exact, on_candidate=on_progress, max_events=max_events
     )
     choice = best.choice or {}
-    full_problem = {**default_gemm_problem(arch), **problem}
     if attribute or record:
+        full_problem = {**auto_default_problem(kind, arch), **problem}
         sched = _resolve_schedule(choice["schedule"], arch, {**full_problem, **choice["params"]})
         best = predict_resolved(sched, arch, record=record, exact=exact, attribute=attribute,
                                 deadline_s=deadline_s, max_events=max_events, interval_name=kind)  # fmt: skip
@@ -152,9 +149,9 @@ def _predict_auto(kind: str, arch: Arch, problem: dict[str, Any], *, record: boo
 
 
 def default_problem(schedule: ScheduleLike, arch: ArchLike | None = None) -> dict[str, Any]:
-    """The problem a schedule predicts when none is given (its file's defaults; auto: the default GEMM)."""
+    """The problem a schedule predicts when none is given (its file's defaults; auto: the search's default)."""
     if isinstance(schedule, str) and is_auto(schedule):
-        return default_gemm_problem(load_arch(arch or DEFAULT_AUTO_ARCH, costs="datasheet"))
+        return auto_default_problem(schedule, load_arch(arch or DEFAULT_AUTO_ARCH, costs="datasheet"))
     spec = schedule if isinstance(schedule, ScheduleSpec) else read_spec(
         schedule.source if isinstance(schedule, Schedule) else schedule)  # type: ignore[arg-type]  # fmt: skip
     return dict(spec.problem)
@@ -163,7 +160,7 @@ def default_problem(schedule: ScheduleLike, arch: ArchLike | None = None) -> dic
 def problem_keys(schedule: ScheduleLike) -> tuple[str, ...]:
     """The problem names a schedule takes (M, N, K, dtype for GEMMs; batch, heads, ... for attention)."""
     if isinstance(schedule, str) and is_auto(schedule):
-        return ("M", "N", "K", "dtype")
+        return auto_problem_keys(schedule)
     return tuple(default_problem(schedule))
 
 

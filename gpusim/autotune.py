@@ -1,56 +1,45 @@
-"""``auto:gemm``: the fastest legal GEMM schedule and tiling gpusim finds, standing in for cuBLAS.
+"""``auto:gemm`` and ``auto:attention``: the fastest legal schedule and parameters gpusim finds for a
+problem, standing in for cuBLAS / a library's own heuristic.
 
-A small search: each built-in GEMM schedule with a handful of tile / stage / cluster choices, and
-split-K for the first two of them when the output tiles alone do not fill the SMs. Candidates the arch refuses (missing unit, dtype, shared memory ...) are skipped, and a
-candidate whose tensor-core bound (FLOPs at its MMA unit's peak) is already slower than the best
-time found is not simulated.
+The candidates are the tuner's (gpusim/explore/spaces.py: CUTLASS sm70/sm80/sm90/sm100 tiles, stages and
+clusters, DeepGEMM's list for fp8 on sm_90, SIMT for fp32; FlashAttention 2/3/4 tiles), resolved and
+checked the way ``gpusim tune`` does (``STAGES: fit`` becomes the most stages that fit). The search is a
+branch and bound: each legal candidate gets a lower bound on its time (its FLOPs at the MMA unit's rate in
+the simulator, with the wave quantization of its output tiles, and its compulsory HBM bytes at the
+calibrated bandwidth); the candidates are simulated (time only) schedule by schedule in turns (those on
+the newest MMA instruction first), each schedule's in bound order (among equal bounds: fuller waves of
+work pieces over the SMs first, then less padding of M and N, then larger output tiles), skipping any
+whose bound is no better than the best time found, until ``max_simulations`` have run. With that budget
+the search is deterministic and its cost bounded; without it (None) the pick is the tuner's exhaustive
+best.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.dtypes import canonical_dtype
-from gpusim.errors import InputError, ScheduleRefused
+from gpusim.errors import DeadlockError, InputError, ScheduleRefused
 from gpusim.result import Prediction
-from gpusim.schedule.load import load_schedule, read_spec
+from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.summarize import predict_resolved
 
-GEMM_PROBLEM_KEYS = ("M", "N", "K", "dtype")
+GEMM_PROBLEM_KEYS = ("M", "N", "K", "dtype", "groups")
 DEFAULT_GEMM_PROBLEM: dict[str, Any] = {"M": 8192, "N": 8192, "K": 8192, "dtype": "bf16"}
 """What ``auto:gemm`` predicts without ``--set``: an 8192-cube GEMM in bf16 (fp16 on archs without
 bf16 tensor cores, i.e. Volta)."""
-
-# Per schedule: tilings a library would try, newest MMA unit first.
-GEMM_CANDIDATES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
-    (
-        "gemm_tcgen05",
-        (
-            {"PAIR": 1, "BN": 256, "CLUSTER_N": 2},
-            {"PAIR": 0, "BN": 128},
-            {"PAIR": 1, "BN": 256},
-            {"PAIR": 0, "BN": 256, "CLUSTER_N": 2},
-            {"PAIR": 1, "BN": 128},
-        ),
-    ),
-    ("gemm_ws_cooperative", ({}, {"BN": 256, "STAGES": 3}, {"CLUSTER_M": 1})),
-    ("gemm_ws_pingpong", ({}, {"BN": 256, "STAGES": 4}, {"CLUSTER_N": 1})),
-    ("gemm_streamk", ({},)),
-    ("gemm_cp_async", ({}, {"BM": 128, "BN": 128, "STAGES": 4}, {"BM": 256, "BN": 128, "STAGES": 3})),
-    ("gemm_sync", ({}, {"BN": 128, "CTAS_PER_SM": 2})),
-    ("gemm_tf32", ({}, {"STAGES": 4, "BM": 128, "BN": 64})),
-    ("gemm_simt_fp32", ({}, {"BM": 64, "BN": 128, "CTAS_PER_SM": 3})),
-)
-# 4-byte operands (tf32, fp32): the TMA / tcgen05 schedules keep 128-byte k-tile rows (BK=32), as
-# CUTLASS's sm90 / sm100 tf32 kernels do; their 64-element default would not fit shared memory.
-FOUR_BYTE_BK = {"gemm_tcgen05": 32, "gemm_ws_cooperative": 32, "gemm_ws_pingpong": 32, "gemm_streamk": 32}
-CUDA_CORE_DTYPES = ("fp32", "tf32")  # gemm_simt_fp32 serves these (tf32 where no TF32 tensor cores exist)
-SPLIT_CHOICES = (2, 4, 8, 16)
-AUTO_KINDS = ("auto", "auto:gemm", "auto:attn", "auto:attention")
+GEMM_KINDS = ("auto", "auto:gemm")
+ATTENTION_KINDS = ("auto:attn", "auto:attention")
+AUTO_KINDS = (*GEMM_KINDS, *ATTENTION_KINDS)
+MAX_SIMULATIONS = 8
+"""Most candidates ``auto:*`` simulates (the schedules in turns, each in lower-bound order; among equal
+bounds, fuller waves, then less padding, then larger tiles first); the bound prunes the rest. None: every candidate the
+bound does not prune (the tuner's exhaustive best)."""
 
 
 @dataclass(frozen=True)
@@ -61,28 +50,17 @@ class Candidate:
     params: dict[str, Any]
     time_us: float | None
     note: str
+    origin: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form."""
-        return {"schedule": self.schedule, "params": self.params, "time_us": self.time_us, "note": self.note}
+        return {"schedule": self.schedule, "params": self.params, "time_us": self.time_us, "note": self.note,
+                "origin": self.origin}  # fmt: skip
 
 
 def is_auto(name: str) -> bool:
     """Whether a schedule name asks for the search."""
     return name in AUTO_KINDS
-
-
-def _tensor_bound_us(sched: Any, arch: Arch) -> float:
-    units = {s.args["unit"] for r in sched.roles.values() for s, _ in walk(r.program) if s.op == "mma"}
-    rates = []
-    for unit_name in units:
-        unit = arch.tensor_cores.unit(unit_name)
-        if unit is not None and sched.dtype in unit.dtypes:
-            rates.append(unit.dtypes[sched.dtype].flops_per_clk_per_sm)
-    if not rates:
-        return 0.0
-    flops_per_us = max(rates) * arch.sm_count * arch.sustained_clock_mhz
-    return sched.flops / flops_per_us
 
 
 def default_gemm_problem(arch: Arch) -> dict[str, Any]:
@@ -93,6 +71,220 @@ def default_gemm_problem(arch: Arch) -> dict[str, Any]:
     return problem
 
 
+def default_problem(kind: str, arch: Arch) -> dict[str, Any]:
+    """The problem ``kind`` predicts for the keys not given."""
+    if kind in ATTENTION_KINDS:
+        from gpusim.explore.tune import DEFAULT_ATTENTION_PROBLEM
+
+        return dict(DEFAULT_ATTENTION_PROBLEM)
+    return default_gemm_problem(arch)
+
+
+def problem_keys(kind: str) -> tuple[str, ...]:
+    """The problem names ``kind`` takes."""
+    if kind in ATTENTION_KINDS:
+        from gpusim.explore.spaces import ATTENTION_PROBLEM_KEYS
+
+        return ATTENTION_PROBLEM_KEYS
+    return GEMM_PROBLEM_KEYS
+
+
+def _peak_flops_per_us_per_sm(sched: Schedule, arch: Arch) -> float:
+    """The fastest MMA rate the schedule's ``mma`` ops reach on one SM in the simulator (the sustained
+    clock and the calibrated tensor issue efficiency, gpusim/sim/hardware.py)."""
+    from gpusim.sim.hardware import Rates
+
+    rates = Rates.from_arch(arch)
+    best = 0.0
+    for role in sched.roles.values():
+        for stmt, _ in walk(role.program):
+            if stmt.op != "mma":
+                continue
+            dtype = sched.mma_dtype(stmt.args.get("dtype"), sched.env)
+            try:
+                best = max(best, rates.mma_flops_per_ns(stmt.args["unit"], dtype, sched.name) * 1e3)
+            except ScheduleRefused:
+                continue
+    return best
+
+
+def _tile_intensity(sched: Schedule) -> float:
+    """BM*BN/(BM+BN) of the output tile (MMA work per operand byte loaded; 0 when the schedule names none)."""
+    env = sched.env
+    bm, bn = env.get("BM", env.get("BLOCK_M")), env.get("BN", env.get("BLOCK_N"))
+    if not isinstance(bm, int | float) or not isinstance(bn, int | float) or bm + bn <= 0:
+        return 0.0
+    pair = 2 if sched.launch.cta_pair else 1
+    return pair * bm * bn / (pair * bm + bn)
+
+
+def _padding(sched: Schedule) -> float:
+    """Output tiles' area over the problem's (1.0 when the tiles fit M and N exactly; 1 without BM/BN)."""
+    env = sched.env
+    bm, bn = env.get("BM", env.get("BLOCK_M")), env.get("BN", env.get("BLOCK_N"))
+    m, n = env.get("M"), env.get("N")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (bm, bn, m, n)):
+        return 1.0
+    return (-(-m // bm) * bm * -(-n // bn) * bn) / (m * n)
+
+
+def _pieces(sched: Schedule) -> int:
+    """Work pieces an SM can hold: units, times split-K parts, times the two SMs of a CTA pair."""
+    launch = sched.launch
+    return launch.num_units * max(1, launch.splits) * (2 if launch.cta_pair else 1)
+
+
+def lower_bound_us(sched: Schedule, arch: Arch, *, equal_units: bool) -> float:
+    """A time no simulation of ``sched`` can beat: the FLOPs at the MMA peak of the busiest SM, and the
+    compulsory HBM bytes at the full HBM bandwidth.
+
+    With ``equal_units`` (GEMM tiles: every work unit has the same FLOPs) the busiest SM holds at least
+    ceil(pieces / SMs) pieces, where a piece is a unit split over its split-K parts and over the two SMs
+    of a CTA pair; otherwise (causal attention, stream-K) only the even share of the FLOPs counts.
+    """
+    rate = _peak_flops_per_us_per_sm(sched, arch)
+    tensor_us = 0.0
+    if rate > 0 and sched.flops > 0:
+        launch = sched.launch
+        pieces = _pieces(sched)
+        even_share = sched.flops / (rate * min(arch.sm_count, max(1, pieces)))
+        tensor_us = even_share
+        if equal_units and launch.parts is None and "stream" not in launch.scheduler:
+            tensor_us = max(even_share, math.ceil(pieces / arch.sm_count) * sched.flops / pieces / rate)
+    hbm_bytes_per_us = arch.memory.hbm_bandwidth_bytes_per_s * arch.calibration.hbm_bandwidth_fraction / 1e6
+    return max(tensor_us, sched.compulsory_bytes / hbm_bytes_per_us)
+
+
+def _interleave_schedules(ranked: list[Any]) -> list[Any]:
+    """Each schedule's candidates in their order, taken in turns (the schedule whose next candidate has
+    the lower bound first), so a simulation budget is shared among the schedules; the schedules on the
+    arch's newest MMA instruction take their turns first (a library on sm_90 runs wgmma kernels, not
+    mma.sync ones)."""
+    out: list[Any] = []
+    for generation in sorted({item[4] for item in ranked}, reverse=True):
+        queues: dict[str, list[Any]] = {}
+        for item in ranked:
+            if item[4] == generation:
+                queues.setdefault(item[2].schedule, []).append(item)
+        while queues:
+            heads = sorted(queues.items(), key=lambda kv: kv[1][0][:2])
+            for name, queue in heads:
+                out.append(queue.pop(0))
+                if not queue:
+                    del queues[name]
+    return out
+
+
+MMA_GENERATIONS = {"mma_sync": 1, "wgmma": 2, "tcgen05": 3}
+"""Newer MMA instructions rank higher (CUDA-core schedules are 0)."""
+
+
+def _mma_generation(sched: Schedule) -> int:
+    units = {
+        stmt.args["unit"]
+        for role in sched.roles.values()
+        for stmt, _ in walk(role.program)
+        if stmt.op == "mma"
+    }
+    return max((MMA_GENERATIONS.get(u, 0) for u in units), default=0)
+
+
+def search(
+    kind: str,
+    arch: Arch,
+    problem: dict[str, Any],
+    deadline_s: float | None = None,
+    *,
+    exact: bool = False,
+    max_events: int | None = DEFAULT_MAX_EVENTS,
+    on_candidate: Any = None,
+    max_simulations: int | None = MAX_SIMULATIONS,
+) -> tuple[Prediction, list[Candidate]]:
+    """The fastest candidate of ``kind`` (``auto:gemm`` or ``auto:attention``) for ``problem`` on ``arch``
+    (with the costs it carries), time-only, and every candidate with its outcome.
+
+    Missing problem keys take the documented default; ``on_candidate(n_done, n_total)`` is called after
+    each simulation (progress bars); SimulationTimeout once ``deadline_s`` (a ``time.perf_counter()``
+    value) has passed.
+    """
+    from gpusim.explore.spaces import check_problem, space_for
+    from gpusim.explore.tune import resolve_candidate
+
+    if kind not in AUTO_KINDS:
+        raise InputError(f"unknown search '{kind}'; known: {', '.join(AUTO_KINDS)}")
+    keys = problem_keys(kind)
+    unknown = [k for k in problem if k not in keys]
+    if unknown:
+        raise InputError(f"{kind}: --set {unknown[0]}: only the problem ({', '.join(keys)}) can be set for auto; "
+                         "name a schedule to set its parameters")  # fmt: skip
+    problem = {**default_problem(kind, arch), **problem}
+    check_problem(kind, problem)
+    if "dtype" in problem:
+        problem["dtype"] = canonical_dtype(str(problem["dtype"]))
+    tried: list[Candidate] = []
+    ranked: list[tuple[float, tuple[int, float, float, int], Any, Schedule, int]] = []
+    equal_units = kind in GEMM_KINDS
+    for candidate in space_for(kind, arch, problem):
+        resolved = resolve_candidate(candidate, arch, problem)
+        if isinstance(resolved, str):
+            tried.append(Candidate(candidate.schedule, candidate.overrides, None, f"refused: {resolved}",
+                                   candidate.origin))  # fmt: skip
+            continue
+        legal, sched = resolved
+        pieces = _pieces(sched)
+        wave_use = pieces / (math.ceil(pieces / arch.sm_count) * arch.sm_count)
+        order = (-round(wave_use, 6), _padding(sched), -_tile_intensity(sched), len(ranked))
+        bound = lower_bound_us(sched, arch, equal_units=equal_units)
+        ranked.append((bound, order, legal, sched, _mma_generation(sched)))
+    ranked = _interleave_schedules(sorted(ranked, key=lambda item: item[:2]))
+    budget = len(ranked) if max_simulations is None else min(len(ranked), max_simulations)
+    best: Prediction | None = None
+    best_candidate: Candidate | None = None
+    simulated = 0
+    for bound, _, legal, sched, _ in ranked:
+        params = legal.overrides
+        if best is not None and bound >= best.time_us:
+            tried.append(Candidate(legal.schedule, params, None, f"pruned: lower bound {bound:.2f} us >= best",
+                                   legal.origin))  # fmt: skip
+            continue
+        if simulated >= budget:
+            tried.append(Candidate(legal.schedule, params, None, f"not simulated: budget of {budget} "
+                                   f"simulations spent (lower bound {bound:.2f} us)", legal.origin))  # fmt: skip
+            continue
+        if on_candidate is not None:
+            on_candidate(simulated, budget)
+        simulated += 1
+        try:
+            prediction = predict_resolved(
+                sched, arch, attribute=False, exact=exact, deadline_s=deadline_s, max_events=max_events
+            )
+        except ScheduleRefused as exc:
+            tried.append(Candidate(legal.schedule, params, None, f"refused: {exc}", legal.origin))
+            continue
+        except DeadlockError as exc:  # a schedule bug at this configuration: skipped, and said so
+            tried.append(Candidate(legal.schedule, params, None, f"deadlock: {str(exc)[:200]}", legal.origin))
+            continue
+        outcome = Candidate(legal.schedule, params, prediction.time_us, f"simulated (lower bound {bound:.2f} us)",
+                            legal.origin)  # fmt: skip
+        tried.append(outcome)
+        if best is None or prediction.time_us < best.time_us:
+            best, best_candidate = prediction, outcome
+    if on_candidate is not None:
+        on_candidate(budget, budget)
+    if best is None or best_candidate is None:
+        reasons = "; ".join(c.note for c in tried[:3]) or "no candidate for this arch"
+        raise ScheduleRefused(f"{kind} on {arch.id}: no schedule is legal for {problem} ({reasons})")
+    choice = {
+        "schedule": best_candidate.schedule,
+        "params": best_candidate.params,
+        "origin": best_candidate.origin,
+        "simulated": simulated,
+        "legal": len(ranked),
+        "candidates": [c.as_dict() for c in tried],
+    }
+    return replace(best, choice=choice), tried
+
+
 def search_gemm(
     arch: Arch,
     problem: dict[str, Any],
@@ -101,60 +293,8 @@ def search_gemm(
     exact: bool = False,
     max_events: int | None = DEFAULT_MAX_EVENTS,
     on_candidate: Any = None,
+    max_simulations: int | None = MAX_SIMULATIONS,
 ) -> tuple[Prediction, list[Candidate]]:
-    """Simulate the candidate GEMM schedules for ``problem`` on ``arch`` (with the costs it carries)
-    and return the fastest, time-only (SimulationTimeout once ``deadline_s``, a
-    ``time.perf_counter()`` value, has passed). Missing problem keys take the documented default;
-    ``on_candidate(n_done, n_total)`` is called after each candidate (progress bars)."""
-    unknown = [k for k in problem if k not in GEMM_PROBLEM_KEYS]
-    if unknown:
-        raise InputError(f"auto:gemm: --set {unknown[0]}: only the problem ({', '.join(GEMM_PROBLEM_KEYS)}) can be "
-                         "set for auto; name a schedule to set its parameters")  # fmt: skip
-    problem = {**default_gemm_problem(arch), **problem}
-    plan = []
-    dtype = canonical_dtype(str(problem["dtype"]))
-    four_byte = dtype in CUDA_CORE_DTYPES
-    for name, choices in GEMM_CANDIDATES:
-        if name == "gemm_simt_fp32" and not four_byte:
-            continue
-        options = [
-            {**c, "BK": FOUR_BYTE_BK[name]} if four_byte and name in FOUR_BYTE_BK else c for c in choices
-        ]
-        if "SPLITS" in read_spec(name).params:
-            options += [{**c, "SPLITS": s} for c in options[:2] for s in SPLIT_CHOICES]
-        plan.extend((name, params) for params in options)
-    tried: list[Candidate] = []
-    best: Prediction | None = None
-    for done, (name, params) in enumerate(plan, start=1):
-        if on_candidate is not None:
-            on_candidate(done - 1, len(plan))
-        try:
-            sched = load_schedule(name, arch, {**problem, **params})
-            bound = _tensor_bound_us(sched, arch)
-            if best is not None and bound >= best.time_us:
-                tried.append(Candidate(name, params, None, f"skipped: tensor bound {bound:.1f} us >= best"))
-                continue
-            if "SPLITS" in params and sched.launch.num_units >= arch.sm_count:
-                tried.append(Candidate(name, params, None, "skipped: enough tiles without split-K"))
-                continue
-            prediction = predict_resolved(
-                sched, arch, attribute=False, exact=exact, deadline_s=deadline_s, max_events=max_events
-            )
-        except ScheduleRefused as exc:
-            tried.append(Candidate(name, params, None, f"refused: {exc}"))
-            continue
-        tried.append(Candidate(name, params, prediction.time_us, "simulated"))
-        if best is None or prediction.time_us < best.time_us:
-            best = prediction
-    if on_candidate is not None:
-        on_candidate(len(plan), len(plan))
-    if best is None:
-        reasons = "; ".join(c.note for c in tried[:3])
-        raise ScheduleRefused(f"auto:gemm on {arch.id}: no GEMM schedule is legal for {problem} ({reasons})")
-    winner = min((c for c in tried if c.time_us is not None), key=lambda c: c.time_us)  # type: ignore[arg-type,return-value]
-    choice = {
-        "schedule": winner.schedule,
-        "params": winner.params,
-        "candidates": [c.as_dict() for c in tried],
-    }
-    return replace(best, choice=choice), tried
+    """``search("auto:gemm", ...)``."""
+    return search("auto:gemm", arch, problem, deadline_s, exact=exact, max_events=max_events,
+                  on_candidate=on_candidate, max_simulations=max_simulations)  # fmt: skip

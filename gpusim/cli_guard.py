@@ -59,7 +59,7 @@ def one_line(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
 
 def _fail(message: str, code: int) -> NoReturn:
     _flush_stdout()
-    sys.stderr.write(f"gpusim: {message}\n")
+    sys.stderr.write(f"gpusim: {one_line(message, MAX_MESSAGE_CHARS - len('gpusim: '))}\n")
     sys.stderr.flush()
     sys.exit(code)
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import InputError, ScheduleRefused
+from gpusim.errors import InputError, ScheduleRefused, quote
 from gpusim.result import Prediction
 from gpusim.schedule.expr import ExprError, as_expr
 from gpusim.yamlio import read_yaml_mapping
@@ -123,6 +123,10 @@ class SequencePrediction:
         }
 
 
+MAX_KERNELS = 10_000
+"""Most kernels a sequence file may list."""
+
+
 def is_sequence_file(path: str) -> bool:
     """Whether ``path`` is a YAML file with a top-level ``kernels:`` list."""
     p = Path(path)
@@ -140,10 +144,13 @@ def load_sequence(path: str | Path) -> Sequence:
         raise InputError(f"{src}: unknown key '{unknown[0]}' (expected {', '.join(sorted(TOP_KEYS))})")
     raw_kernels = data.get("kernels")
     if not isinstance(raw_kernels, list) or not raw_kernels:
-        raise InputError(f"{src}: kernels: expected a non-empty list of kernels, got {raw_kernels!r}")
+        raise InputError(f"{src}: kernels: expected a non-empty list of kernels, got {quote(raw_kernels)}")
+    if len(raw_kernels) > MAX_KERNELS:
+        raise InputError(f"{src}: kernels: {len(raw_kernels):,} kernels, more than the {MAX_KERNELS:,} a sequence "
+                         "may list (use repeat: for a kernel launched many times)")  # fmt: skip
     problem = data.get("problem") or {}
     if not isinstance(problem, dict):
-        raise InputError(f"{src}: problem: expected a mapping of symbols, got {problem!r}")
+        raise InputError(f"{src}: problem: expected a mapping of symbols, got {quote(problem)}")
     kernels = tuple(_kernel(k, f"{src}: kernels[{i}]") for i, k in enumerate(raw_kernels))
     arch = data.get("arch")
     return Sequence(
@@ -158,7 +165,7 @@ def load_sequence(path: str | Path) -> Sequence:
 
 def _kernel(raw: Any, where: str) -> KernelStep:
     if not isinstance(raw, dict):
-        raise InputError(f"{where}: expected a mapping with name, schedule and set, got {raw!r}")
+        raise InputError(f"{where}: expected a mapping with name, schedule and set, got {quote(raw)}")
     unknown = sorted(set(raw) - KERNEL_KEYS)
     if unknown:
         raise InputError(f"{where}: unknown key '{unknown[0]}' (expected {', '.join(sorted(KERNEL_KEYS))})")
@@ -166,15 +173,15 @@ def _kernel(raw: Any, where: str) -> KernelStep:
         raise InputError(f"{where}.schedule: required, a schedule name, auto:gemm or a YAML path")
     sets = raw.get("set") or {}
     if not isinstance(sets, dict):
-        raise InputError(f"{where}.set: expected a mapping KEY: expression, got {sets!r}")
+        raise InputError(f"{where}.set: expected a mapping KEY: expression, got {quote(sets)}")
     launch = raw.get("launch", "stream")
     if launch not in LAUNCH_KINDS:
         raise InputError(
-            f"{where}.launch: '{launch}' is not a launch kind (expected {', '.join(LAUNCH_KINDS)})"
+            f"{where}.launch: '{quote(launch)}' is not a launch kind (expected {', '.join(LAUNCH_KINDS)})"
         )
     repeat = raw.get("repeat", 1)
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise InputError(f"{where}.repeat: expected a whole number >= 1, got {repeat!r}")
+        raise InputError(f"{where}.repeat: expected a whole number >= 1, got {quote(repeat)}")
     return KernelStep(
         name=str(raw.get("name") or raw["schedule"]),
         schedule=raw["schedule"],
@@ -230,6 +237,7 @@ def predict_sequence(
     symbols = {**seq.problem, **(overrides or {})}
     result = SequencePrediction(name=seq.name, arch=arch_obj.id)
     previous: Prediction | None = None
+    seen: dict[str, Prediction] = {}  # a kernel listed again with the same values is predicted once
     for i, step in enumerate(seq.kernels):
         where = f"{seq.source}: kernels[{i}] ({step.name})"
         if step.launch == "pdl" and arch_obj.sm_version < PDL_MIN_SM_VERSION:
@@ -237,7 +245,10 @@ def predict_sequence(
                 f"{where}: launch: pdl needs programmatic dependent launch (compute capability 9.0+), "
                 f"{arch_obj.id} is sm_{arch_obj.sm_version}"
             )
-        prediction = predict_kernel(step.schedule, arch_obj, resolve_sets(step, symbols, where))
+        values = resolve_sets(step, symbols, where)
+        key = repr((step.schedule, sorted(values.items(), key=lambda kv: str(kv[0]))))
+        prediction = seen.get(key) or predict_kernel(step.schedule, arch_obj, values)
+        seen[key] = prediction
         hidden_us = 0.0
         if step.launch == "pdl" and previous is not None:
             launch_us = arch_obj.calibration.launch_overhead_ns / 1000

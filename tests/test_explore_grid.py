@@ -31,6 +31,10 @@ def test_list_and_range_axes() -> None:
         ("BN=64..256:0", "step must be positive"),
         ("BN=a..b", "expected a number"),
         ("BN=64,64", "listed twice"),
+        ("BN=.nan..64", "finite"),
+        ("BN=1..1e999", "finite"),
+        ("BN=64..128:.inf", "finite"),
+        ("BN=0..1e300:1e-300", "more than 100,000 values"),
     ],
 )
 def test_bad_axes_name_the_option(text: str, message: str) -> None:
@@ -74,5 +78,22 @@ def test_problems_csv(tmp_path: Path) -> None:
     (tmp_path / "empty.csv").write_text("M,N\n", encoding="utf-8")
     with pytest.raises(InputError, match="no rows"):
         read_problems(tmp_path / "empty.csv")
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="file not found"):
         read_problems(tmp_path / "missing.csv")
+
+
+def test_huge_products_are_refused_before_enumeration() -> None:
+    axes = parse_axes([f"K{i}=" + ",".join(str(j) for j in range(1, 101)) for i in range(4)])
+    with pytest.raises(InputError, match="more than 100,000 points"):
+        enumerate_points("gemm_sync", ["v100"], axes)
+
+
+def test_hostile_problem_files_are_one_line(tmp_path: Path) -> None:
+    (tmp_path / "dup.csv").write_text("M,M\n1,2\n", encoding="utf-8")
+    (tmp_path / "big.csv").write_text("M\n" + "1" * 200_000 + "\n", encoding="utf-8")
+    (tmp_path / "bin.csv").write_bytes(bytes(range(256)))
+    for name, message in (("dup.csv", "named twice"), ("big.csv", "not a CSV"), ("bin.csv", "UTF-8")):
+        with pytest.raises(InputError, match=message):
+            read_problems(tmp_path / name)
+    with pytest.raises(InputError, match="not a regular file"):
+        read_problems("/dev/zero")

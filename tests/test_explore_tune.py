@@ -98,3 +98,9 @@ def test_cli_tune_json(run_cli: Any) -> None:
 
 def test_candidate_overrides() -> None:
     assert Candidate("gemm_sync", (("BM", 64),), "x").overrides == {"BM": 64}
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 0, -4, 64.5, True])
+def test_problem_sizes_must_be_whole_numbers(value: Any) -> None:
+    with pytest.raises(InputError, match="whole number"):
+        tune("auto:gemm", "h100", {"M": value})

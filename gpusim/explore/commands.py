@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
 
-from gpusim.errors import InputError
+from gpusim.cli_guard import PLOT_SUFFIXES, check_output_path, write_json
+from gpusim.errors import InputError, quote
 from gpusim.explore.cli_args import archs_option as _archs
 from gpusim.explore.cli_args import parse_sets as _parse_sets
 
@@ -27,7 +27,7 @@ Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Local processes (defaul
 
 
 def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    write_json(data)
 
 
 @contextmanager
@@ -107,9 +107,22 @@ def register(app: typer.Typer) -> None:
         schedule_path(schedule)  # an unknown schedule fails here, with the known names
         if out is not None:
             output_format(out)
+            check_output_path(out, "--out", (".parquet", ".csv"))
         if resume and out is None:
             raise InputError("--resume needs --out (the file of the run to resume)")
+        if top < 0:
+            raise InputError(f"--top {top}: expected 0 or more rows")
         axes = parse_axes(grid or [])
+        if plot is not None:
+            from gpusim.explore.plot import PLOT_KINDS
+
+            check_output_path(plot, "--plot", PLOT_SUFFIXES)
+            if plot_kind is not None and plot_kind not in PLOT_KINDS:
+                raise InputError(
+                    f"--plot-kind {quote(plot_kind, 40)}: expected one of {', '.join(PLOT_KINDS)}"
+                )
+            if plot_kind == "heatmap" and len(axes) < 2:
+                raise InputError("--plot-kind heatmap needs two --grid parameters")
         rows_in = read_problems(problems) if problems else None
         archs = _archs(arch, _reference_arch(schedule))
         points = enumerate_points(schedule, archs, axes, _parse_sets(sets), rows_in)

@@ -15,7 +15,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
 from gpusim.arch import Arch
-from gpusim.errors import GpusimError, InputError
+from gpusim.errors import GpusimError, InputError, quote
 from gpusim.explore.adapter import Costs
 from gpusim.explore.grid import Point
 from gpusim.explore.point import evaluate_point
@@ -173,11 +173,17 @@ class DaskExecutor:
             self.client.close()
 
 
+MAX_LOCAL_JOBS = 256
+"""Most local worker processes one command starts."""
+
+
 def make_executor(scheduler: str | None = None, jobs: int | None = None) -> Executor:
     """Dask when a scheduler address is given, else local processes (inline for ``jobs == 1``)."""
+    if jobs is not None and not 0 <= jobs <= MAX_LOCAL_JOBS:
+        raise InputError(f"--jobs {jobs}: expected 0 (every core) to {MAX_LOCAL_JOBS} local processes")
     if scheduler:
         if not scheduler.startswith(("tcp://", "tls://", "ws://", "wss://", "inproc://")):
-            raise InputError(f"--scheduler {scheduler}: expected an address like tcp://HOST:8786")
+            raise InputError(f"--scheduler {quote(scheduler, 80)}: expected an address like tcp://HOST:8786")
         return DaskExecutor(scheduler)
     if jobs == 1:
         return InlineExecutor()

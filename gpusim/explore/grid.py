@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import csv
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 from gpusim.yamlio import parse_yaml_text
+
+MAX_POINTS = 100_000
+"""Most points one sweep enumerates (problems x archs x axes)."""
+MAX_PROBLEMS_BYTES = 16 * 1024 * 1024
+"""Largest ``--problems`` CSV read."""
+MAX_RANGE_MAGNITUDE = 10**18
+"""Largest whole number a ``lo..hi[:step]`` bound may be."""
 
 
 @dataclass(frozen=True)
@@ -55,13 +63,15 @@ def _scalar(text: str, where: str) -> Any:
 
 def _number(text: str, where: str) -> int | float:
     value = _scalar(text, where)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{where}: expected a number in a lo..hi range, got {text.strip()!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_RANGE_MAGNITUDE:
+        raise InputError(f"{where}: {quote(text.strip(), 40)} is too large for a range bound (at most 1e18)")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InputError(f"{where}: expected a number in a lo..hi range (finite), got {text.strip()[:80]!r}")
     return value
 
 
 def _range(key: str, body: str) -> tuple[Any, ...]:
-    where = f"--grid {key}={body}"
+    where = f"--grid {quote(f'{key}={body}', 80)}"
     span, _, step_text = body.partition(":")
     lo_text, _, hi_text = span.partition("..")
     lo, hi = _number(lo_text, where), _number(hi_text, where)
@@ -70,7 +80,10 @@ def _range(key: str, body: str) -> tuple[Any, ...]:
         raise InputError(f"{where}: the step must be positive, got {step}")
     if hi < lo:
         raise InputError(f"{where}: the range is empty ({lo} > {hi}); write lo..hi with lo <= hi")
-    count = int((hi - lo) / step + 1e-9) + 1
+    span_steps = (hi - lo) / step
+    if not math.isfinite(span_steps) or span_steps >= 100_000:
+        raise InputError(f"{where}: more than 100,000 values in one axis; use a coarser step")
+    count = int(span_steps + 1e-9) + 1
     if count > 100_000:
         raise InputError(f"{where}: {count:,} values in one axis; use a coarser step")
     values = [lo + i * step for i in range(count)]
@@ -82,18 +95,22 @@ def _range(key: str, body: str) -> tuple[Any, ...]:
 def parse_axis(text: str) -> Axis:
     """Read ``KEY=v1,v2,...`` or ``KEY=lo..hi[:step]`` (inclusive) into an axis."""
     if "=" not in text:
-        raise InputError(f"--grid '{text}': expected KEY=v1,v2,... or KEY=lo..hi[:step]")
+        raise InputError(f"--grid '{quote(text, 80)}': expected KEY=v1,v2,... or KEY=lo..hi[:step]")
     key, _, body = text.partition("=")
     key, body = key.strip(), body.strip()
     if not key:
-        raise InputError(f"--grid '{text}': empty key")
+        raise InputError(f"--grid '{quote(text, 80)}': empty key")
+    if not key.isidentifier():
+        raise InputError(
+            f"--grid '{quote(key, 80)}': a key is a parameter or problem name (letters, digits, _)"
+        )
     if not body:
         raise InputError(f"--grid {key}: no values; expected KEY=v1,v2,... or KEY=lo..hi[:step]")
     if ".." in body and "," not in body:
         return Axis(key, _range(key, body))
     values = tuple(_scalar(part, f"--grid {key}") for part in body.split(","))
     if len(set(map(repr, values))) != len(values):
-        raise InputError(f"--grid {key}: a value is listed twice ({body})")
+        raise InputError(f"--grid {key}: a value is listed twice ({quote(body, 80)})")
     return Axis(key, values)
 
 
@@ -110,16 +127,30 @@ def parse_axes(texts: Iterable[str]) -> list[Axis]:
 
 def read_problems(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a problems CSV (a header of problem keys such as ``M,N,K,dtype``); empty cells are left out."""
+    from gpusim.textfile import read_text_file
+
     file = Path(path)
+    text = read_text_file(file, what="a problems CSV", max_bytes=MAX_PROBLEMS_BYTES)
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--problems {file}: cannot read ({exc.strerror})") from None
-    reader = csv.DictReader(text.splitlines())
-    if not reader.fieldnames or any(not (f or "").strip() for f in reader.fieldnames):
+        reader = csv.DictReader(text.splitlines())
+        fields = reader.fieldnames
+    except csv.Error as exc:
+        raise InputError(f"--problems {file}: not a CSV file ({str(exc)[:120]})") from None
+    if not fields or any(not (f or "").strip() for f in fields):
         raise InputError(f"--problems {file}: expected a header row of problem keys (M,N,K,dtype,...)")
+    if len({f.strip() for f in fields}) != len(fields):
+        raise InputError(f"--problems {file}: a column is named twice in the header")
     problems: list[dict[str, Any]] = []
-    for line, row in enumerate(reader, start=2):
+    rows = enumerate(reader, start=2)
+    while True:
+        try:
+            line, row = next(rows)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise InputError(f"--problems {file}: not a CSV file ({str(exc)[:120]})") from None
+        if len(problems) >= MAX_POINTS:
+            raise InputError(f"--problems {file}: more than {MAX_POINTS:,} problems; split the file")
         if None in row:
             raise InputError(f"{file}:{line}: more cells than header columns")
         values = {
@@ -149,6 +180,15 @@ def enumerate_points(
     if both:
         raise InputError(f"--set {both[0]} and --grid {both[0]}: a key is either fixed or swept, not both")
     rows = list(problems) if problems else [{}]
+    count = len(rows) * len(archs)
+    for axis in axes:
+        count *= len(axis.values)
+        if count > MAX_POINTS:
+            break
+    if count > MAX_POINTS:
+        sizes = " x ".join([str(len(rows)), str(len(archs)), *(str(len(a.values)) for a in axes)])
+        raise InputError(f"the sweep has more than {MAX_POINTS:,} points ({sizes}); narrow the --grid axes "
+                         "or split the sweep")  # fmt: skip
     for row in rows:
         clash = sorted((swept | set(fixed)) & set(row))
         if clash:

@@ -72,11 +72,20 @@ class AblationResult:
 
 
 def _groups_column(path: Path) -> dict[int, str]:
-    with path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
+    """The ``ablation`` cell of each line (read after read_measurements accepted the file)."""
+    import io
+
+    from gpusim.calibrate.measurements import MAX_CSV_BYTES
+    from gpusim.textfile import read_text_file
+
+    text = read_text_file(path, what="a measurement CSV file", max_bytes=MAX_CSV_BYTES)
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
         if "ablation" not in (reader.fieldnames or []):
             return {}
         return {line: (row.get("ablation") or "").strip() for line, row in enumerate(reader, start=2)}
+    except csv.Error:
+        return {}  # the rows themselves are reported malformed by read_measurements
 
 
 def _default_group(m: Measurement) -> str:
@@ -88,8 +97,9 @@ def read_ablations(paths: Sequence[str | Path]) -> list[AblationRow]:
     """Every measured row with its ablation group."""
     rows: list[AblationRow] = []
     for path in map(Path, paths):
+        measured = read_measurements([path], start=len(rows))
         named = _groups_column(path) if path.is_file() else {}
-        for m in read_measurements([path], start=len(rows)):
+        for m in measured:
             rows.append(AblationRow(m, named.get(m.line) or _default_group(m)))
     return rows
 

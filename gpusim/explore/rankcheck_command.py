@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -30,9 +28,11 @@ def register_rank_check(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     ) -> None:
         """Per ablation: pairwise order agreement with the measurements and the top pick's share of the best."""
+        from gpusim.cli_guard import check_output_path, write_json
         from gpusim.explore.executors import make_executor
         from gpusim.explore.rankcheck import markdown, rank_check, summary
 
+        check_output_path(markdown_out, "--markdown", (".md",))
         costs = "datasheet" if datasheet else "calibrated"
         executor = make_executor(scheduler, jobs or None)
         try:
@@ -40,10 +40,14 @@ def register_rank_check(app: typer.Typer) -> None:
         finally:
             executor.close()
         if markdown_out:
-            Path(markdown_out).write_text(markdown(results, costs, files), encoding="utf-8")
+            try:
+                Path(markdown_out).write_text(markdown(results, costs, files), encoding="utf-8")
+            except OSError as exc:
+                from gpusim.errors import InputError
+
+                raise InputError(f"--markdown {markdown_out}: cannot write ({exc.strerror})") from None
         if as_json:
-            sys.stdout.write(json.dumps({"summary": summary(results), "ablations": [r.as_dict() for r in results]},
-                                        indent=2) + "\n")  # fmt: skip
+            write_json({"summary": summary(results), "ablations": [r.as_dict() for r in results]})
             return
         from rich.table import Table
 

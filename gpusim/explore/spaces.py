@@ -7,7 +7,9 @@
   clusters along N of 1 or 2.
 - Ampere (sm_80+) GEMMs: CUTLASS's multistage cp.async tiles (128x256, 256x128, 128x128, 128x64, 64x128,
   64x64; K tile of 64 bytes; 3 to 6 stages), tf32 with the m16n8k8 instruction.
-- Volta (sm_70) GEMMs: the mma.sync tiles of the same shapes with two-stage register staging.
+- Volta (sm_70) GEMMs: the mma.sync tiles of the same shapes with two-stage register staging (one or two
+  CTAs per SM for tiles up to 128x128).
+- fp32 / tf32 on CUDA cores (any arch): CUTLASS's SIMT sgemm tiles (128x128x8 with 32x64 warps and smaller).
 - DeepGEMM FP8 (``gemm_fp8_deepgemm``): DeepGEMM's own list, BLOCK_M 64/128/256, BLOCK_N 16..256 in steps
   of 16, clusters 1x1, 1x2, 2x1 (deep_gemm ``get_best_config``).
 - Attention: FlashAttention-2 (BM 64/128, BN 32..128), FlashAttention-3 (tile_size_fwd_sm90's BM 128/192
@@ -19,6 +21,7 @@ before and after the schedules' vocabulary is unified.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +77,14 @@ def _named(schedule: str, values: dict[str, Any]) -> tuple[tuple[str, Any], ...]
     return tuple(out)
 
 
+SPLIT_K_CHOICES = (1, 2, 4, 8, 16)
+"""Split-K factors tried when the output tiles alone cannot fill the SMs."""
+
+
+def _splits(tiles_fill_sms: bool) -> tuple[int, ...]:
+    return (1,) if tiles_fill_sms else SPLIT_K_CHOICES
+
+
 def _k_tile(dtype: str, tile_bytes: int) -> int:
     return max(8, tile_bytes // max(1, int(bytes_per_element(dtype))))
 
@@ -83,7 +94,7 @@ def _hopper(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
     out: list[Candidate] = []
     for bm, bn in ((128, 64), (128, 128), (128, 256), (256, 64), (256, 128)):
         for cluster_m in (1, 2):
-            splits = (1,) if tiles_fill_sms else (1, 2, 4)
+            splits = _splits(tiles_fill_sms)
             for s in splits:
                 values = {"BM": bm, "BN": bn, "BK": bk, "STAGES": FIT, "CLUSTER_M": cluster_m, "SPLITS": s}
                 out.append(Candidate("gemm_ws_cooperative", _named("gemm_ws_cooperative", values),
@@ -102,7 +113,7 @@ def _blackwell(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
     for pair in (1, 0):
         for bn in (64, 128, 192, 256):
             for cluster_n in (1, 2):
-                for s in (1,) if tiles_fill_sms else (1, 2, 4):
+                for s in _splits(tiles_fill_sms):
                     values = {
                         "PAIR": pair,
                         "BM": 128,
@@ -123,7 +134,7 @@ def _ampere(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
     out: list[Candidate] = []
     for bm, bn in ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 64)):
         warp_m, warp_n = min(64, bm), min(64, bn // 2 if bn >= 128 else bn)
-        for s in (1,) if tiles_fill_sms else (1, 2, 4):
+        for s in _splits(tiles_fill_sms):
             values: dict[str, Any] = {"BM": bm, "BN": bn, "BK": bk, "WM": warp_m, "WN": warp_n, "STAGES": FIT,
                                       "SPLITS": s}  # fmt: skip
             if dtype == "tf32":
@@ -136,9 +147,28 @@ def _ampere(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
 def _volta(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
     out: list[Candidate] = []
     for bm, bn in ((128, 256), (256, 128), (128, 128), (64, 128)):
-        for s in (1,) if tiles_fill_sms else (1, 2, 4):
-            values = {"BM": bm, "BN": bn, "BK": 32, "SPLITS": s}
-            out.append(Candidate("gemm_sync", _named("gemm_sync", values), f"CUTLASS sm70 {bm}x{bn}x32"))
+        for ctas in (1, 2) if bm * bn <= 128 * 128 else (1,):  # two CTAs per SM where the budgets allow
+            for s in _splits(tiles_fill_sms):
+                values = {"BM": bm, "BN": bn, "BK": 32, "SPLITS": s, "CTAS_PER_SM": ctas}
+                out.append(Candidate("gemm_sync", _named("gemm_sync", values),
+                                     f"CUTLASS sm70 {bm}x{bn}x32, {ctas} CTA{'s' if ctas > 1 else ''} per SM"))  # fmt: skip
+    return out
+
+
+def _simt(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
+    if dtype not in ("fp32", "tf32"):
+        return []
+    out: list[Candidate] = []
+    for bm, bn, warp_m, warp_n in (
+        (128, 128, 32, 64),
+        (128, 64, 32, 32),
+        (64, 128, 32, 64),
+        (64, 64, 32, 32),
+    ):
+        for s in _splits(tiles_fill_sms):
+            values = {"BM": bm, "BN": bn, "WM": warp_m, "WN": warp_n, "SPLITS": s}
+            out.append(Candidate("gemm_simt_fp32", _named("gemm_simt_fp32", values),
+                                 f"CUTLASS SIMT sgemm {bm}x{bn}x8, warp {warp_m}x{warp_n}"))  # fmt: skip
     return out
 
 
@@ -154,22 +184,55 @@ def deepgemm_space() -> list[Candidate]:
     return out
 
 
+SIZE_KEYS = ("M", "N", "K", "groups", "batch", "heads", "heads_kv", "seqlen_q", "seqlen_kv", "head_dim")
+"""Problem sizes: whole numbers >= 1 when given as numbers."""
+
+
+def check_problem(kind: str, problem: dict[str, Any]) -> None:
+    """Refuse a problem size that is not a whole number >= 1 (NaN, infinities, fractions, zero, negatives,
+    booleans) before any candidate is built; expressions (text) are left to the schedules."""
+    from gpusim.errors import InputError, quote
+
+    for key in SIZE_KEYS:
+        value = problem.get(key)
+        if value is None or isinstance(value, str):
+            continue
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if isinstance(value, float) and value.is_integer():
+            whole = True
+        if not whole or value < 1:
+            raise InputError(f"{kind}: --set {key}={quote(value, 40)}: expected a whole number >= 1")
+
+
+def _size(problem: dict[str, Any], key: str, default: int) -> int:
+    value = problem.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    if isinstance(value, float) and not math.isfinite(value):
+        return default
+    return int(value) if abs(value) <= 2**62 else default
+
+
 def gemm_space(arch: Arch, problem: dict[str, Any]) -> list[Candidate]:
     """The GEMM candidates for ``arch``: every generation whose MMA unit the arch has (the checks refuse
-    the rest), newest first; split-K variants only when the output tiles alone cannot fill the SMs."""
+    the rest), newest first, with DeepGEMM's list for fp8 on sm_90; split-K variants only when the output
+    tiles alone cannot fill the SMs."""
     dtype = canonical_dtype(str(problem.get("dtype", "bf16")))
-    m, n = int(problem.get("M", 8192)), int(problem.get("N", 8192))
-    tiles_fill_sms = (m // 128) * (n // 128) * int(problem.get("groups", 1)) >= arch.sm_count
+    m, n = _size(problem, "M", 8192), _size(problem, "N", 8192)
+    tiles_fill_sms = (m // 128) * (n // 128) * _size(problem, "groups", 1) >= arch.sm_count
     version = arch.sm_version
     out: list[Candidate] = []
     if version >= 100:
         out += _blackwell(dtype, tiles_fill_sms)
     if version == 90:
         out += _hopper(dtype, tiles_fill_sms)
+        if dtype.startswith("fp8"):
+            out += deepgemm_space()
     if version >= 80:
         out += _ampere(dtype, tiles_fill_sms)
     if version >= 70:
         out += _volta(dtype, tiles_fill_sms)
+        out += _simt(dtype, tiles_fill_sms)
     return out
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.errors import InputError, ScheduleRefused
-from gpusim.explore.adapter import Costs, arch_for, refusal
+from gpusim.explore.adapter import Costs, arch_for
 from gpusim.explore.executors import Executor, InlineExecutor
 from gpusim.explore.grid import Point
 from gpusim.explore.spaces import (
@@ -24,6 +24,7 @@ from gpusim.explore.spaces import (
     GEMM_KERNELS,
     GEMM_PROBLEM_KEYS,
     Candidate,
+    check_problem,
     space_for,
 )
 from gpusim.explore.sweep import run_sweep
@@ -32,9 +33,10 @@ from gpusim.explore.table import rank_rows
 DEFAULT_BUDGET = 160
 MAX_STAGES = 8
 SEED = 0
-DEFAULT_ATTENTION_PROBLEM: dict[str, Any] = {"batch": 4, "heads": 16, "seqlen_q": 4096, "seqlen_kv": 4096,
-                                             "head_dim": 128, "causal": 0, "dtype": "bf16"}  # fmt: skip
-"""What ``auto:attention`` predicts for the keys not given (every candidate runs the same problem)."""
+DEFAULT_ATTENTION_PROBLEM: dict[str, Any] = {"batch": 4, "heads": 16, "seqlen_q": 4096, "head_dim": 128,
+                                             "causal": 0, "dtype": "bf16"}  # fmt: skip
+"""What ``auto:attention`` predicts for the keys not given (every candidate runs the same problem;
+``seqlen_kv`` and ``heads_kv`` default, as in the schedules, to ``seqlen_q`` and ``heads``)."""
 
 
 @dataclass
@@ -79,24 +81,41 @@ def _problem_keys(kernel: str) -> tuple[str, ...] | None:
     return None
 
 
+def resolve_candidate(
+    candidate: Candidate, arch: Arch, problem: dict[str, Any]
+) -> tuple[Candidate, Any] | str:
+    """The candidate with STAGES=fit replaced by the most stages that pass the checks, and its resolved
+    schedule; or the reason the checks refuse it."""
+    from gpusim.schedule.check import check_schedule
+    from gpusim.schedule.load import load_schedule
+
+    params = candidate.overrides
+    fit_key = next((k for k, v in params.items() if v == FIT), None)
+    counts: list[int | None] = list(range(MAX_STAGES, 1, -1)) if fit_key else [None]
+    reason = "no stage count fits"
+    for stages in counts:
+        if fit_key is not None:
+            params[fit_key] = stages
+        try:
+            sched = load_schedule(candidate.schedule, arch, {**problem, **params})
+            check_schedule(sched, arch)
+        except ScheduleRefused as exc:
+            reason = str(exc)
+            continue
+        if fit_key is None:
+            return candidate, sched
+        return Candidate(
+            candidate.schedule, tuple(params.items()), f"{candidate.origin}, {stages} stages"
+        ), sched
+    return reason
+
+
 def _resolve_stages(
     candidate: Candidate, arch: Arch, costs: Costs, problem: dict[str, Any]
 ) -> Candidate | str:
-    """The candidate with STAGES=fit replaced by the most stages that pass the checks, or the refusal."""
-    params = candidate.overrides
-    fit_key = next((k for k, v in params.items() if v == FIT), None)
-    if fit_key is None:
-        reason = refusal(candidate.schedule, arch, costs, {**problem, **params})
-        return candidate if reason is None else reason
-    reason = "no stage count fits"
-    for stages in range(MAX_STAGES, 1, -1):
-        params[fit_key] = stages
-        reason = refusal(candidate.schedule, arch, costs, {**problem, **params}) or ""
-        if not reason:
-            return Candidate(
-                candidate.schedule, tuple(params.items()), f"{candidate.origin}, {stages} stages"
-            )
-    return reason
+    """The candidate with STAGES=fit resolved, or the refusal (see resolve_candidate)."""
+    resolved = resolve_candidate(candidate, arch_for(arch, costs), problem)
+    return resolved if isinstance(resolved, str) else resolved[0]
 
 
 def _points(legal: Sequence[Candidate], arch_id: str, problem: dict[str, Any]) -> list[Point]:
@@ -164,6 +183,7 @@ def tune(kernel: str, arch: str | Arch, problem: dict[str, Any], *, costs: Costs
         if unknown:
             raise InputError(f"{kernel}: --set {unknown[0]}: only the problem ({', '.join(keys)}) can be set; "
                              "name a schedule to fix its parameters")  # fmt: skip
+    check_problem(kernel, problem)
     space = list(candidates) if candidates is not None else space_for(kernel, arch_obj, problem)
     if not space:
         raise InputError(f"{kernel}: no candidate space on {arch_obj.id} (tunable: auto:gemm, auto:attention, "

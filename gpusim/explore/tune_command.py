@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -69,6 +67,8 @@ def register_tune(app: typer.Typer) -> None:
     ) -> None:
         """Search a kernel's library candidate space (CUTLASS / DeepGEMM / FlashAttention tiles, stages,
         clusters) for the fastest legal configuration: exhaustive when small, optuna-sampled when large."""
+        from gpusim.cli_guard import check_output_path, write_json
+        from gpusim.errors import InputError
         from gpusim.explore.cli_args import archs_option as _archs
         from gpusim.explore.cli_args import parse_sets as _parse_sets
         from gpusim.explore.executors import make_executor
@@ -76,9 +76,14 @@ def register_tune(app: typer.Typer) -> None:
         from gpusim.explore.tune import tune
 
         if budget < 1:
-            from gpusim.errors import InputError
-
             raise InputError(f"--budget {budget}: expected at least 1")
+        if top < 0:
+            raise InputError(f"--top {top}: expected 0 or more rows")
+        if out is not None:
+            from gpusim.explore.table import output_format
+
+            output_format(out)
+            check_output_path(out, "--out", (".parquet", ".csv"))
         arch_id = _archs(arch, "h100")[0]
         costs = "datasheet" if datasheet else "calibrated"
         executor = make_executor(scheduler, jobs or None)
@@ -97,7 +102,7 @@ def register_tune(app: typer.Typer) -> None:
                    "refused": len(result.refused), "predicted": len(ranked),
                    "best": {**best, "origin": result.origin(best)}, "deepgemm_heuristic": reference,
                    "ranking": [{**r, "origin": result.origin(r)} for r in ranked[:top]]}  # fmt: skip
-            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+            write_json(doc)
             return
         from rich.table import Table
 
