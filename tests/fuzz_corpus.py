@@ -59,7 +59,7 @@ def _files(workdir: Path) -> dict[str, str]:
         "problems_ragged": _write(workdir, "problems_ragged.csv", "M,N\n1,2,3,4\n"),
         "problems_dup": _write(workdir, "problems_dup.csv", "M,M,N\n128,256,128\n"),
         "problems_bom": _write(workdir, "problems_bom.csv", "\ufeffM,N,K\n128,128,64\n"),
-        "problems_many": _write(workdir, "problems_many.csv", "M\n" + "\n".join(str(i) for i in range(1, 50_001))),
+        "problems_many": _write(workdir, "problems_many.csv", "M\n" + "\n".join(str(i) for i in range(1, 100_002))),
         "problems_unknown": _write(workdir, "problems_unknown.csv", "ZZZ\n1\n"),
     }  # fmt: skip
     return files
