@@ -214,3 +214,25 @@ def test_tile_level_periods_are_found_across_mainloop_jumps() -> None:
     sched = load_schedule("gemm_ws_pingpong", arch, {"M": 8192, "N": 8192, "K": 8192})
     run = simulate(sched, arch)
     assert run.events < 12_000 < run.skipped_events
+
+
+def test_a_jump_moves_every_ring_credit_key_at_once() -> None:
+    """Credits for stages k = 51..54 in flight, a jump of 2 periods of k += 1: each credit moves to k + 2.
+    Renaming keys one by one let k = 51's credit overwrite k = 53's before that one moved (the
+    false deadlock of gemm_fp8_deepgemm M=8192 N=4096 K=7168 groups=4 BN=160 CLUSTER_N=2 STAGE_ROUNDS=0,
+    whose A multicast halves landed on the wrong stages)."""
+    import simpy
+
+    from gpusim.sim.fastforward import _Capture, _move_tokens
+    from gpusim.sim.sync import StageRing, tag_key
+
+    ring = StageRing(simpy.Environment(), "ab", 4, "tma", "threads", 1, lambda _tag: 1)
+    credits = {51: 20480.0, 52: 37376.0, 53: 28928.0, 54: 37376.0}
+    ring.credits = {tag_key({"tile": 47, "k": k}): b for k, b in credits.items()}
+    capture = _Capture.__new__(_Capture)
+    capture.struct, capture.values, capture.loops, capture.handles = [], [], [], []
+    for key in sorted(ring.credits):
+        capture.tag(dict(key), ("key", ring, key))
+    deltas = [1 if name == "k" else 0 for name, _ in capture.loops]
+    _move_tokens(capture.handles, deltas, periods=2)
+    assert ring.credits == {tag_key({"tile": 47, "k": k + 2}): b for k, b in credits.items()}

@@ -1122,7 +1122,7 @@ def _shift_runner(r: RoleRunner, shift: float, opens: dict[int, int], moved: dic
 
 def _move_tokens(handles: list[tuple[Any, str]], deltas: list[int], periods: int) -> None:
     """Move every loop token by its per-period delta times ``periods``."""
-    keys: dict[int, tuple[Any, tuple, dict[str, int]]] = {}
+    keys: dict[tuple[int, tuple], tuple[Any, tuple, dict[str, int]]] = {}
     done: set[tuple[int, str]] = set()  # a dict seen twice (one context for several chunks) moves once
     for (handle, name), delta in zip(handles, deltas, strict=True):
         if not delta:
@@ -1137,15 +1137,20 @@ def _move_tokens(handles: list[tuple[Any, str]], deltas: list[int], periods: int
             handle[1].value += delta * periods
         elif kind == "key":
             owner, key = handle[1], handle[2]
-            keys.setdefault(id(owner) * 31 + hash(key), (owner, key, {}))[2][name] = delta * periods
+            keys.setdefault((id(owner), key), (owner, key, {}))[2][name] = delta * periods
+    # A ring's credit keys move all at once: renaming them one by one would let a key land on another
+    # that has not moved yet (credits for k and k + 2 in flight, a jump of 2 periods) and overwrite it.
+    renamed: dict[int, tuple[StageRing, dict[tuple, float]]] = {}
     for owner, key, moves in keys.values():
         tag = dict(key)
         for name, x in moves.items():
             tag[name] += x
         if isinstance(owner, StageRing):
-            owner.credits[tag_key(tag)] = owner.credits.pop(key)
+            renamed.setdefault(id(owner), (owner, {}))[1][tag_key(tag)] = owner.credits.pop(key)
         else:
             owner.key = tag_key(tag)
+    for ring, credits in renamed.values():
+        ring.credits.update(credits)
 
 
 def _shift_ring(ring: StageRing, shift: float, opens: int) -> dict[int, Stage]:
