@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import InputError, ScheduleRefused, UnknownNameError
+from gpusim.errors import DeadlockError, InputError, ScheduleRefused, UnknownNameError
 from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Role, Schedule
 from gpusim.schedule.program import walk
@@ -153,6 +153,7 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
             )
         if bar.kind == "named" and bar.warps < 1:
             raise InputError(f"{sched.name}: barriers.{name}.warps: a named barrier needs warps >= 1")
+    _check_named_barrier_participants(sched)
     check_protocols(sched)
     check_symbols(sched)
 
@@ -240,6 +241,26 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
         warps_per_sm=warps_sm,
         ctas_per_sm=launch.ctas_per_sm,
     )
+
+
+def _check_named_barrier_participants(sched: Schedule) -> None:
+    """A named barrier waits for more warps than all the roles that reach it have: every ``sync`` on it
+    deadlocks, however long the kernel (reported here, before simulating)."""
+    reach: dict[str, dict[str, int]] = {}
+    for role in sched.roles.values():
+        for stmt, _ in walk(role.program):
+            if stmt.op in ("sync", "arrive"):
+                reach.setdefault(stmt.args.bar, {})[role.name] = role.warps * role.replicas
+    for name, bar in sched.barriers.items():
+        if bar.kind != "named" or name not in reach:
+            continue
+        warps = sum(reach[name].values())
+        if warps < bar.warps:
+            roles = ", ".join(f"{r} ({w} warps)" for r, w in reach[name].items())
+            raise DeadlockError(
+                f"{sched.name}: barriers.{name} waits for {bar.warps} warps but only {roles} sync or arrive on "
+                f"it ({warps} warps): every sync on '{name}' blocks forever"
+            )
 
 
 def _check_ops(sched: Schedule, arch: Arch) -> None:
