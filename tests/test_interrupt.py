@@ -27,7 +27,12 @@ def test_ctrl_c_during_parallel_validate_is_one_line(tmp_path: Path) -> None:
     )
     time.sleep(4.0)  # let the workers start and begin predicting
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole group gets SIGINT
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # never leave a validate run (and its workers) behind a failed test
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     assert proc.returncode == 130, (proc.returncode, err[-800:])
     assert err.strip() == "gpusim: interrupted", err[-800:]
     assert "Traceback" not in out

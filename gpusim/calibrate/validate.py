@@ -206,12 +206,16 @@ def _map_in_processes(fn: Any, tasks: list[Any], jobs: int) -> Iterator[Any]:
     ignore Ctrl-C (the parent stops them at once and reports one line); a worker's gpusim error
     reaches the caller unchanged."""
     context = multiprocessing.get_context("spawn")
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the spawned workers
+    # Ctrl-C is blocked (not ignored) while the workers start: they inherit the mask and never see it,
+    # and one pressed meanwhile stays pending for the parent, which gets it once unblocked below.
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         pool = context.Pool(processes=min(jobs, len(tasks)), initializer=_ignore_interrupts)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        raise
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         results = pool.imap_unordered(fn, tasks)
         for _ in tasks:
             while True:

@@ -83,17 +83,24 @@ def classify(run: SimRun, sm_index: int, lo: float, hi: float) -> dict[str, floa
     """Nanoseconds per cause on SM group ``sm_index`` over ``[lo, hi]`` (priority order, see module doc).
 
     A fast-forwarded span repeats the period simulated just before it, so it counts as that period's
-    causes times the periods skipped."""
+    causes times the periods skipped; that period may itself hold an earlier jump (a tile-level period
+    around a fast-forwarded mainloop), which counts the same way."""
+    return _classify_with_jumps(run, sm_index, lo, hi, sorted(run.jumps, key=lambda j: j.start_ns))
+
+
+def _classify_with_jumps(
+    run: SimRun, sm_index: int, lo: float, hi: float, jumps: list[Any]
+) -> dict[str, float]:
     out = dict.fromkeys(CAUSES, 0.0)
     cursor = lo
-    for jump in sorted(run.jumps, key=lambda j: j.start_ns):
+    for i, jump in enumerate(jumps):
         start, end = max(lo, jump.start_ns), min(hi, jump.end_ns)
         if end <= start:
             continue
         for k, v in _classify_detailed(run, sm_index, cursor, start).items():
             out[k] += v
         period_ns = (jump.end_ns - jump.start_ns) / jump.periods
-        observed = _classify_detailed(run, sm_index, jump.start_ns - period_ns, jump.start_ns)
+        observed = _classify_with_jumps(run, sm_index, jump.start_ns - period_ns, jump.start_ns, jumps[:i])
         for k, v in observed.items():
             out[k] += v * (end - start) / period_ns
         cursor = end
