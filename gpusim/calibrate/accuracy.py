@@ -45,14 +45,14 @@ def _f(x: Any) -> str:
 
 
 def _timeout_note(results: list[Any], summary: dict[str, Any]) -> str:
-    limit = summary.get("row_timeout_s")
-    timed_out = sum(1 for r in results if r.skipped and "took over" in r.skipped)
+    limit = summary.get("max_events")
+    over = sum(1 for r in results if r.skipped and "work limit" in r.skipped)
     if not limit:
-        return "No per-row time limit: every predictable row was predicted."
+        return "No work limit: every predictable row was predicted."
     return (
-        f"{timed_out} rows were skipped because their prediction took longer than the {limit:g} s "
-        f"wall-clock row limit (`--row-timeout`); that count depends on the machine's speed and load, "
-        f"the rest of the report does not ({summary.get('jobs')} processes, {summary.get('wall_s')} s)."
+        f"Work limit: {limit:,} events simulated in detail per simulation (`--max-events`); {over} rows "
+        f"needed more and are skipped (listed below). The limit counts simulated work, not seconds, so the "
+        f"same rows are skipped on any machine."
     )
 
 
