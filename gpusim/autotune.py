@@ -5,11 +5,13 @@ The candidates are the tuner's (gpusim/explore/spaces.py: CUTLASS sm70/sm80/sm90
 clusters, DeepGEMM's list for fp8 on sm_90, SIMT for fp32; FlashAttention 2/3/4 tiles), resolved and
 checked the way ``gpusim tune`` does (``STAGES: fit`` becomes the most stages that fit). The search is a
 branch and bound: each legal candidate gets a lower bound on its time (its FLOPs at the MMA unit's rate in
-the simulator, with the wave quantization of its output tiles, and its compulsory HBM bytes at the
-calibrated bandwidth); the candidates are simulated (time only) schedule by schedule in turns (those on
-the newest MMA instruction first), each schedule's in bound order (among equal bounds: fuller waves of
-work pieces over the SMs first, then less padding of M and N, then larger output tiles), skipping any
-whose bound is no better than the best time found, until ``max_simulations`` have run. With that budget
+the simulator, with the wave quantization of its output tiles, and its compulsory and split-K workspace
+HBM bytes at the calibrated bandwidth) and an estimate (the larger of the bound and the time the L2 needs
+to deliver the operand tiles, which small tiles re-read more often); the candidates are simulated (time
+only) schedule by schedule in turns (those on the newest MMA instruction first), each schedule's in
+estimate order (among equal estimates: fuller waves of work pieces over the SMs first, then less padding
+of M and N, then larger output tiles), skipping any whose bound is no better than the best time found,
+until ``max_simulations`` have run. With that budget
 the search is deterministic and its cost bounded; without it (None) the pick is the tuner's exhaustive
 best.
 """
@@ -118,6 +120,25 @@ def _tile_intensity(sched: Schedule) -> float:
     return pair * bm * bn / (pair * bm + bn)
 
 
+def _operand_traffic_us(sched: Schedule, arch: Arch) -> float:
+    """The time the chip's L2 needs to deliver a GEMM's A and B tiles at its datasheet bandwidth (each
+    operand tile read once per cluster: TMA multicast shares A along CLUSTER_N and B along CLUSTER_M; a
+    CTA pair shares B). An estimate that orders candidates (small tiles re-read the operands more often),
+    not a bound: the simulator's L2 may deliver more than the datasheet figure. 0 without BM/BN."""
+    env = sched.env
+    bm, bn = env.get("BM", env.get("BLOCK_M")), env.get("BN", env.get("BLOCK_N"))
+    elem_bytes = env.get("elem_bytes")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in (bm, bn, elem_bytes)):
+        return 0.0
+    cluster_m, cluster_n = env.get("CLUSTER_M", 1), env.get("CLUSTER_N", 1)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (cluster_m, cluster_n)):
+        cluster_m = cluster_n = 1
+    if sched.launch.cta_pair:
+        cluster_m *= 2
+    bytes_per_flop = elem_bytes / 2 * (1 / (bn * cluster_n) + 1 / (bm * cluster_m))
+    return sched.flops * bytes_per_flop / (arch.memory.l2_bandwidth_bytes_per_s / 1e6)
+
+
 def _padding(sched: Schedule) -> float:
     """Output tiles' area over the problem's (1.0 when the tiles fit M and N exactly; 1 without BM/BN)."""
     env = sched.env
@@ -136,7 +157,8 @@ def _pieces(sched: Schedule) -> int:
 
 def lower_bound_us(sched: Schedule, arch: Arch, *, equal_units: bool) -> float:
     """A time no simulation of ``sched`` can beat: the FLOPs at the MMA peak of the busiest SM, and the
-    compulsory HBM bytes at the full HBM bandwidth.
+    compulsory HBM bytes plus the workspace bytes of the design (split-K partials) at the full HBM
+    bandwidth.
 
     With ``equal_units`` (GEMM tiles: every work unit has the same FLOPs) the busiest SM holds at least
     ceil(pieces / SMs) pieces, where a piece is a unit split over its split-K parts and over the two SMs
@@ -152,12 +174,12 @@ def lower_bound_us(sched: Schedule, arch: Arch, *, equal_units: bool) -> float:
         if equal_units and launch.parts is None and "stream" not in launch.scheduler:
             tensor_us = max(even_share, math.ceil(pieces / arch.sm_count) * sched.flops / pieces / rate)
     hbm_bytes_per_us = arch.memory.hbm_bandwidth_bytes_per_s * arch.calibration.hbm_bandwidth_fraction / 1e6
-    return max(tensor_us, sched.compulsory_bytes / hbm_bytes_per_us)
+    return max(tensor_us, (sched.compulsory_bytes + sched.workspace_bytes) / hbm_bytes_per_us)
 
 
 def _interleave_schedules(ranked: list[Any]) -> list[Any]:
     """Each schedule's candidates in their order, taken in turns (the schedule whose next candidate has
-    the lower bound first), so a simulation budget is shared among the schedules; the schedules on the
+    the lower estimate first), so a simulation budget is shared among the schedules; the schedules on the
     arch's newest MMA instruction take their turns first (a library on sm_90 runs wgmma kernels, not
     mma.sync ones)."""
     out: list[Any] = []
@@ -222,7 +244,7 @@ def search(
     if "dtype" in problem:
         problem["dtype"] = canonical_dtype(str(problem["dtype"]))
     tried: list[Candidate] = []
-    ranked: list[tuple[float, tuple[int, float, float, int], Any, Schedule, int]] = []
+    ranked: list[tuple[float, tuple[float, float, float, int], Any, Schedule, int, float]] = []
     equal_units = kind in GEMM_KINDS
     for candidate in space_for(kind, arch, problem):
         resolved = resolve_candidate(candidate, arch, problem)
@@ -235,13 +257,14 @@ def search(
         wave_use = pieces / (math.ceil(pieces / arch.sm_count) * arch.sm_count)
         order = (-round(wave_use, 6), _padding(sched), -_tile_intensity(sched), len(ranked))
         bound = lower_bound_us(sched, arch, equal_units=equal_units)
-        ranked.append((bound, order, legal, sched, _mma_generation(sched)))
+        estimate = max(bound, _operand_traffic_us(sched, arch))
+        ranked.append((estimate, order, legal, sched, _mma_generation(sched), bound))
     ranked = _interleave_schedules(sorted(ranked, key=lambda item: item[:2]))
     budget = len(ranked) if max_simulations is None else min(len(ranked), max_simulations)
     best: Prediction | None = None
     best_candidate: Candidate | None = None
     simulated = 0
-    for bound, _, legal, sched, _ in ranked:
+    for _, _, legal, sched, _, bound in ranked:
         params = legal.overrides
         if best is not None and bound >= best.time_us:
             tried.append(Candidate(legal.schedule, params, None, f"pruned: lower bound {bound:.2f} us >= best",

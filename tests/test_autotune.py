@@ -115,6 +115,33 @@ def test_auto_gemm_searches_the_tuner_space_in_bound_order() -> None:
             assert float(c.note.split("lower bound ")[1].split(" ")[0]) >= best.time_us
 
 
+@pytest.mark.parametrize("schedule", ["gemm_sync", "gemm_ws_cooperative"])
+def test_split_k_workspace_counts_in_the_lower_bound_and_never_exceeds_the_simulation(schedule: str) -> None:
+    """Split-K partials (fp32, written and read back through HBM) count in a candidate's lower bound
+    (at least their bytes at the HBM bandwidth), and the bound stays below the simulated time."""
+    from gpusim.autotune import lower_bound_us
+    from gpusim.summarize import predict_resolved
+
+    arch = load_arch("a100_pcie" if schedule == "gemm_sync" else "h100")
+    bounds = []
+    for splits in (1, 4, 8):
+        sched = load_schedule(schedule, arch, {"M": 1024, "N": 1024, "K": 1024, "SPLITS": splits})
+        bound = lower_bound_us(sched, arch, equal_units=True)
+        assert bound <= predict_resolved(sched, arch, attribute=False).time_us
+        partial_bytes = 2 * (splits - 1) * 1024 * 1024 * 4
+        hbm_bytes_per_us = arch.memory.hbm_bandwidth_bytes_per_s * arch.calibration.hbm_bandwidth_fraction / 1e6
+        assert bound >= partial_bytes / hbm_bytes_per_us
+        bounds.append(bound)
+    assert bounds[1] < bounds[2]
+
+
+def test_budgeted_auto_gemm_does_not_spend_its_budget_on_deep_split_k() -> None:
+    """1024^3 fp16 on A100 PCIe has 64 tiles of 128x128 for 108 SMs: splitting K 8 or 16 ways fills the
+    waves but parks 28-60 MB of partials in HBM; the budgeted search must not pick such a split."""
+    best, _ = search_gemm(load_arch("a100_pcie"), {"M": 1024, "N": 1024, "K": 1024, "dtype": "fp16"})
+    assert best.choice is not None and best.choice["params"].get("SPLITS", 1) <= 2
+
+
 def test_auto_gemm_budget_bounds_the_simulations() -> None:
     from gpusim.autotune import search
 

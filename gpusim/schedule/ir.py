@@ -126,6 +126,8 @@ class Schedule:
     """Problem and param names, in file order (what --set may override and reports show)."""
     problem_symbols: tuple[str, ...] = ()
     """The problem's names (the rest of ``symbols`` are schedule parameters)."""
+    workspace_bytes: float = 0.0
+    """HBM bytes beyond the compulsory ones that the design itself moves (split-K partials), at the least."""
 
     def mma_dtype(self, arg: str | None, env: Mapping[str, Any]) -> str:
         """The dtype an ``mma`` uses: its ``dtype`` argument (a dtype name, or a symbol holding one such

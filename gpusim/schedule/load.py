@@ -245,6 +245,7 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
         flops=float(_eval(spec.metrics.flops, env, f"{src}: metrics.flops")),
         compulsory_bytes=float(_eval(spec.metrics.compulsory_bytes, env, f"{src}: metrics.compulsory_bytes")),
         metrics_dtype=metrics_dtype,
+        workspace_bytes=float(_eval(spec.metrics.workspace_bytes, env, f"{src}: metrics.workspace_bytes")),
         launch=launch,
         operands=operands,
         buffers=buffers,

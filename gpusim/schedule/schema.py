@@ -136,6 +136,9 @@ class MetricsSpec(_Model):
     """Useful FLOPs by the problem's convention (GEMM 2MNK)."""
     compulsory_bytes: ExprLike = 0
     """Bytes that must cross HBM at least once (inputs read once, outputs written once)."""
+    workspace_bytes: ExprLike = 0
+    """Bytes the kernel's own design moves through HBM beyond the compulsory ones, at the least (split-K
+    partials written and read back); searches count them in a candidate's lower bound."""
     dtype: str | None = None
     """Dtype whose tensor peak bounds the time (default: the problem dtype)."""
 
