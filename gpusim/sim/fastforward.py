@@ -331,6 +331,9 @@ class FastForward:
     """The rings of CTAs with a role still running (``rings`` keeps every ring the run built)."""
     _stale: bool = True
     """Runners registered since the live lists were last rebuilt."""
+    logging: bool = False
+    """Whether reads are recorded: only while a snapshot is kept that a later one may match (the reads
+    logged before a snapshot are never checked against it, so without one they are not needed)."""
 
     # ---- registration -----------------------------------------------------------------------------
 
@@ -373,6 +376,8 @@ class FastForward:
 
         ``tag_name``: the value names an iteration of that loop variable (an ``at:`` override), so
         over the skipped periods it must move with that variable instead of staying equal."""
+        if not self.logging:
+            return
         cached = self._dyn_cache.get(id(expr))
         if cached is None:
             names = tuple(sorted(expr.names & self.dynamic_names))
@@ -390,20 +395,28 @@ class FastForward:
 
     def observe_miss(self, runner: RoleRunner, operand: str | None, tile: int, miss: float) -> None:
         """A read's L2 miss fraction for the wave of ``tile``."""
+        if not self.logging:
+            return
         self._log[("m", id(runner.cta), operand, tile)] = (runner.cta, operand, tile, miss)
 
     def observe_land(self, buffer: ChunkBuffer, chunk: int, tag: dict[str, Any]) -> None:
         """A chunk landed (the jump lands the skipped periods' chunks too)."""
+        if not self.logging:
+            return
         self._log[("l", id(buffer), chunk, tag_key(tag))] = (buffer, chunk, dict(tag))
 
     def observe_chunk_wait(self, buffer: ChunkBuffer, chunk: int, ctx: dict[str, Any],
                            matched: dict[str, Any] | None) -> None:  # fmt: skip
         """A wait on a chunk buffer, and the landed tag it matched at once (None: it blocked)."""
+        if not self.logging:
+            return
         self._log[("w", id(buffer), chunk, tag_key(ctx), tag_key(matched) if matched else None)] = (
             buffer, chunk, dict(ctx), dict(matched) if matched else None)  # fmt: skip
 
     def observe_releases(self, ring: StageRing, tag: dict[str, Any], count: int) -> None:
         """A stage tagged ``tag`` expects ``count`` consumer releases."""
+        if not self.logging:
+            return
         # the engine's release counts read only the tag's tile (consumers filtered by tile), so one
         # entry per tile is enough to check them over the skipped periods
         self._log[("r", id(ring), tag.get("tile"))] = (ring, dict(tag), count)
@@ -412,6 +425,11 @@ class FastForward:
 
     def checkpoint(self, events: int) -> int:
         """Take a snapshot; on a repeat, jump. Returns the number of events the jump stands for."""
+        skipped = self._checkpoint(events)
+        self.logging = any(self._history.values())
+        return skipped
+
+    def _checkpoint(self, events: int) -> int:
         keys, self.pending = self.pending or [], None
         if self.disabled is not None:
             return 0
@@ -517,7 +535,8 @@ class FastForward:
             for ring in self.live_rings
         )
         ports = tuple(len(sm.ingress.queue) + 7 * len(sm.egress.queue) for sm in self.sms)  # type: ignore[union-attr]
-        return (runners, rings, ports, len(self.env._queue), len(self.net.active))  # type: ignore[attr-defined]
+        live = sum(1 for entry in self.env._queue if not _stale_timer(entry[3]))  # type: ignore[attr-defined]
+        return (runners, rings, ports, live, len(self.net.active))
 
     def _objects(self) -> list[Any]:
         objs: list[Any] = [self.net, *self.sms, *self.live_rings, *self.runners]
@@ -672,7 +691,9 @@ class _Capture:
     def snapshot(self) -> Snapshot:
         ff = self.ff
         s = self.struct
-        queue = sorted(ff.env._queue, key=lambda e: (e[0], e[1], e[2]))  # type: ignore[attr-defined]
+        # A stale network timer (the rates changed since it was set) does nothing when it fires: not state.
+        queue = sorted((e for e in ff.env._queue if not _stale_timer(e[3])),  # type: ignore[attr-defined]
+                       key=lambda e: (e[0], e[1], e[2]))  # fmt: skip
         s.append((len(ff._runner_index), len(ff.runners), len(ff.live_rings)))
         s.append(len(queue))
         for t, prio, _eid, ev in queue:
@@ -862,6 +883,18 @@ class _Capture:
             s.append((self.cursors.get(id(cursor)), self.event(event)))
             self.tag(tag)
             self.values.append(expect)
+
+
+def _stale_timer(ev: simpy.Event) -> bool:
+    """Whether ``ev`` only resumes network timers that are stale (the network's rates changed since they
+    were set, so firing them does nothing)."""
+    cbs = ev.callbacks
+    if not cbs:
+        return False
+    for cb in cbs:
+        if type(cb) is not NetTimer or cb.version == cb.net._version:
+            return False
+    return True
 
 
 def _stage_rel(ring: StageRing, stage: Stage) -> int:
