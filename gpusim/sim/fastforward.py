@@ -891,10 +891,7 @@ def _stale_timer(ev: simpy.Event) -> bool:
     cbs = ev.callbacks
     if not cbs:
         return False
-    for cb in cbs:
-        if type(cb) is not NetTimer or cb.version == cb.net._version:
-            return False
-    return True
+    return all(type(cb) is NetTimer and cb.version != cb.net._version for cb in cbs)
 
 
 def _stage_rel(ring: StageRing, stage: Stage) -> int:
