@@ -61,6 +61,10 @@ from gpusim.sim.sync import (
 _TOL_ABS = 1e-6
 _TOL_REL = 1e-9
 _MAX_SAME_KEY = 16
+_MAX_IDLE_CHECKPOINTS = 64
+"""After this many checkpoints in a row without a full snapshot (no cheap summary repeated: SM groups
+doing different work), the kept snapshots are forgotten, so reads stop being recorded for a match that
+has become unlikely (a later repeat is still found: it starts a new history)."""
 _MAX_VERDICTS = 65_536
 
 
@@ -325,6 +329,8 @@ class FastForward:
     _log: dict[tuple, Any] = field(default_factory=dict)
     _dyn_cache: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     _checked: bool = False
+    _idle: int = 0
+    """Checkpoints since the last full snapshot."""
     _verdicts: dict[tuple, tuple[int, int]] = field(default_factory=dict)
     """Checks of recorded reads over skipped periods: key -> (periods checked, periods that held)."""
     live_rings: list[StageRing] = field(default_factory=list)
@@ -448,6 +454,9 @@ class FastForward:
             seen.append(cheap)
             del seen[:-_MAX_SAME_KEY]
         if not worth:
+            self._idle += 1
+            if self._idle >= _MAX_IDLE_CHECKPOINTS:
+                self._history.clear()
             self._seq += 1
             self._logs.append((self._seq, self._log))
             self._log = {}
@@ -461,6 +470,7 @@ class FastForward:
             self._logs.clear()
             self._log = {}
             return 0
+        self._idle = 0
         log, self._log = self._log, {}
         self._seq += 1
         self._logs.append((self._seq, log))
@@ -535,8 +545,7 @@ class FastForward:
             for ring in self.live_rings
         )
         ports = tuple(len(sm.ingress.queue) + 7 * len(sm.egress.queue) for sm in self.sms)  # type: ignore[union-attr]
-        live = sum(1 for entry in self.env._queue if not _stale_timer(entry[3]))  # type: ignore[attr-defined]
-        return (runners, rings, ports, live, len(self.net.active))
+        return (runners, rings, ports, len(self.env._queue), len(self.net.active))  # type: ignore[attr-defined]
 
     def _objects(self) -> list[Any]:
         objs: list[Any] = [self.net, *self.sms, *self.live_rings, *self.runners]
@@ -691,9 +700,7 @@ class _Capture:
     def snapshot(self) -> Snapshot:
         ff = self.ff
         s = self.struct
-        # A stale network timer (the rates changed since it was set) does nothing when it fires: not state.
-        queue = sorted((e for e in ff.env._queue if not _stale_timer(e[3])),  # type: ignore[attr-defined]
-                       key=lambda e: (e[0], e[1], e[2]))  # fmt: skip
+        queue = sorted(ff.env._queue, key=lambda e: (e[0], e[1], e[2]))  # type: ignore[attr-defined]
         s.append((len(ff._runner_index), len(ff.runners), len(ff.live_rings)))
         s.append(len(queue))
         for t, prio, _eid, ev in queue:
@@ -883,15 +890,6 @@ class _Capture:
             s.append((self.cursors.get(id(cursor)), self.event(event)))
             self.tag(tag)
             self.values.append(expect)
-
-
-def _stale_timer(ev: simpy.Event) -> bool:
-    """Whether ``ev`` only resumes network timers that are stale (the network's rates changed since they
-    were set, so firing them does nothing)."""
-    cbs = ev.callbacks
-    if not cbs:
-        return False
-    return all(type(cb) is NetTimer and cb.version != cb.net._version for cb in cbs)
 
 
 def _stage_rel(ring: StageRing, stage: Stage) -> int:
