@@ -121,7 +121,11 @@ class FlowNetwork:
         self._version += 1
         if not self.active:
             return
-        delay = min(max(t.remaining, 0.0) / t.rate for t in self.active)
+        delay = math.inf
+        for t in self.active:
+            until = max(t.remaining, 0.0) / t.rate
+            if until < delay:
+                delay = until
         version = self._version
         event = self.env.timeout(delay)
         event.callbacks.append(NetTimer(self, version))
