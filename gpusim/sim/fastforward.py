@@ -348,6 +348,10 @@ class FastForward:
         self._runner_index[id(runner)] = len(self._runner_index)
         self.runners.append(runner)
         self._stale = True
+        # Every snapshot records how many roles were ever registered: none kept so far can match a later
+        # one, so they are forgotten and reads stop being recorded until the next kept snapshot.
+        self._history.clear()
+        self.logging = False
         self.add_process(process)
         runner.ff = self
         for ring in runner.cta.rings.values():
