@@ -264,3 +264,22 @@ def test_groups_that_never_repeat_together_stop_recording_reads(monkeypatch: pyt
     ff = made[-1]
     assert not ff.jumps and ff.recorded < ff.reads
     assert ff._idle >= _MAX_IDLE_CHECKPOINTS and not ff._history and not ff.logging
+
+
+def test_a_role_launch_forgets_snapshots_that_can_no_longer_match() -> None:
+    """Every snapshot records how many roles were ever registered, so after a launch (a grid CTA) no kept
+    snapshot can match: they are dropped and reads stop being recorded (FA2 causal 4x16x4096: recorded
+    reads 210k -> 3.8k, the same result)."""
+    from types import SimpleNamespace
+
+    import simpy
+
+    from gpusim.sim.fastforward import FastForward
+
+    runner = SimpleNamespace(cta=SimpleNamespace(rings={}, chunks={}))
+
+    ff = FastForward(simpy.Environment(), None, [], [])  # type: ignore[arg-type]
+    ff._history[("loop",)] = [object()]  # type: ignore[list-item]
+    ff.logging = True
+    ff.add_runner(runner, object())  # type: ignore[arg-type]
+    assert not ff._history and not ff.logging
