@@ -236,3 +236,50 @@ def test_a_jump_moves_every_ring_credit_key_at_once() -> None:
     deltas = [1 if name == "k" else 0 for name, _ in capture.loops]
     _move_tokens(capture.handles, deltas, periods=2)
     assert ring.credits == {tag_key({"tile": 47, "k": k + 2}): b for k, b in credits.items()}
+
+
+def test_groups_that_never_repeat_together_stop_recording_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Causal attention: every SM group has its own K-loop lengths, so the chip-wide state never repeats.
+    After a stretch of checkpoints without a full snapshot the kept snapshots are forgotten and reads are
+    no longer recorded (they could only serve a match); the result stays the exact run's."""
+    from gpusim.sim import engine
+    from gpusim.sim.fastforward import _MAX_IDLE_CHECKPOINTS, FastForward
+
+    made: list[Any] = []
+
+    class Counting(FastForward):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.reads = self.recorded = 0
+            made.append(self)
+
+        def observe(self, *args: Any, **kwargs: Any) -> None:
+            self.reads += 1
+            self.recorded += self.logging
+            super().observe(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "FastForward", Counting)
+    problem = {"batch": 4, "heads": 16, "seqlen_q": 2048, "causal": 1}
+    _assert_agree("attn_fa3_fwd", problem)
+    ff = made[-1]
+    assert not ff.jumps and ff.recorded < ff.reads
+    assert ff._idle >= _MAX_IDLE_CHECKPOINTS and not ff._history and not ff.logging
+
+
+def test_a_role_launch_forgets_snapshots_that_can_no_longer_match() -> None:
+    """Every snapshot records how many roles were ever registered, so after a launch (a grid CTA) no kept
+    snapshot can match: they are dropped and reads stop being recorded (FA2 causal 4x16x4096: recorded
+    reads 210k -> 3.8k, the same result)."""
+    from types import SimpleNamespace
+
+    import simpy
+
+    from gpusim.sim.fastforward import FastForward
+
+    runner = SimpleNamespace(cta=SimpleNamespace(rings={}, chunks={}))
+
+    ff = FastForward(simpy.Environment(), None, [], [])  # type: ignore[arg-type]
+    ff._history[("loop",)] = [object()]  # type: ignore[list-item]
+    ff.logging = True
+    ff.add_runner(runner, object())  # type: ignore[arg-type]
+    assert not ff._history and not ff.logging

@@ -61,6 +61,10 @@ from gpusim.sim.sync import (
 _TOL_ABS = 1e-6
 _TOL_REL = 1e-9
 _MAX_SAME_KEY = 16
+_MAX_IDLE_CHECKPOINTS = 64
+"""After this many checkpoints in a row without a full snapshot (no cheap summary repeated: SM groups
+doing different work), the kept snapshots are forgotten, so reads stop being recorded for a match that
+has become unlikely (a later repeat is still found: it starts a new history)."""
 _MAX_VERDICTS = 65_536
 
 
@@ -327,6 +331,8 @@ class FastForward:
     _log: dict[tuple, Any] = field(default_factory=dict)
     _dyn_cache: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     _checked: bool = False
+    _idle: int = 0
+    """Checkpoints since the last full snapshot."""
     _verdicts: dict[tuple, tuple[int, int]] = field(default_factory=dict)
     _acc_handles: tuple[int, list[tuple[Any, str]]] | None = None
     """The accumulator handles (``_accumulators``) for the SM count they were built for."""
@@ -335,6 +341,9 @@ class FastForward:
     """The rings of CTAs with a role still running (``rings`` keeps every ring the run built)."""
     _stale: bool = True
     """Runners registered since the live lists were last rebuilt."""
+    logging: bool = False
+    """Whether reads are recorded: only while a snapshot is kept that a later one may match (the reads
+    logged before a snapshot are never checked against it, so without one they are not needed)."""
 
     # ---- registration -----------------------------------------------------------------------------
 
@@ -343,6 +352,10 @@ class FastForward:
         self._runner_index[id(runner)] = len(self._runner_index)
         self.runners.append(runner)
         self._stale = True
+        # Every snapshot records how many roles were ever registered: none kept so far can match a later
+        # one, so they are forgotten and reads stop being recorded until the next kept snapshot.
+        self._history.clear()
+        self.logging = False
         self.add_process(process)
         runner.ff = self
         for ring in runner.cta.rings.values():
@@ -377,6 +390,8 @@ class FastForward:
 
         ``tag_name``: the value names an iteration of that loop variable (an ``at:`` override), so
         over the skipped periods it must move with that variable instead of staying equal."""
+        if not self.logging:
+            return
         cached = self._dyn_cache.get(id(expr))
         if cached is None:
             names = tuple(sorted(expr.names & self.dynamic_names))
@@ -394,20 +409,28 @@ class FastForward:
 
     def observe_miss(self, runner: RoleRunner, operand: str | None, tile: int, miss: float) -> None:
         """A read's L2 miss fraction for the wave of ``tile``."""
+        if not self.logging:
+            return
         self._log[("m", id(runner.cta), operand, tile)] = (runner.cta, operand, tile, miss)
 
     def observe_land(self, buffer: ChunkBuffer, chunk: int, tag: dict[str, Any]) -> None:
         """A chunk landed (the jump lands the skipped periods' chunks too)."""
+        if not self.logging:
+            return
         self._log[("l", id(buffer), chunk, tag_key(tag))] = (buffer, chunk, dict(tag))
 
     def observe_chunk_wait(self, buffer: ChunkBuffer, chunk: int, ctx: dict[str, Any],
                            matched: dict[str, Any] | None) -> None:  # fmt: skip
         """A wait on a chunk buffer, and the landed tag it matched at once (None: it blocked)."""
+        if not self.logging:
+            return
         self._log[("w", id(buffer), chunk, tag_key(ctx), tag_key(matched) if matched else None)] = (
             buffer, chunk, dict(ctx), dict(matched) if matched else None)  # fmt: skip
 
     def observe_releases(self, ring: StageRing, tag: dict[str, Any], count: int) -> None:
         """A stage tagged ``tag`` expects ``count`` consumer releases."""
+        if not self.logging:
+            return
         # the engine's release counts read only the tag's tile (consumers filtered by tile), so one
         # entry per tile is enough to check them over the skipped periods
         self._log[("r", id(ring), tag.get("tile"))] = (ring, dict(tag), count)
@@ -416,6 +439,11 @@ class FastForward:
 
     def checkpoint(self, events: int) -> int:
         """Take a snapshot; on a repeat, jump. Returns the number of events the jump stands for."""
+        skipped = self._checkpoint(events)
+        self.logging = any(self._history.values())
+        return skipped
+
+    def _checkpoint(self, events: int) -> int:
         keys, self.pending = self.pending or [], None
         if self.disabled is not None:
             return 0
@@ -434,6 +462,9 @@ class FastForward:
             seen.append(cheap)
             del seen[:-_MAX_SAME_KEY]
         if not worth:
+            self._idle += 1
+            if self._idle >= _MAX_IDLE_CHECKPOINTS:
+                self._history.clear()
             self._seq += 1
             self._logs.append((self._seq, self._log))
             self._log = {}
@@ -447,6 +478,7 @@ class FastForward:
             self._logs.clear()
             self._log = {}
             return 0
+        self._idle = 0
         log, self._log = self._log, {}
         self._seq += 1
         self._logs.append((self._seq, log))

@@ -9,6 +9,7 @@ chip-wide resources: a lone SM in a tail wave gets more bandwidth than one of 13
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -120,31 +121,45 @@ class FlowNetwork:
         self._version += 1
         if not self.active:
             return
-        delay = min(max(t.remaining, 0.0) / t.rate for t in self.active)
+        delay = math.inf
+        for t in self.active:
+            until = max(t.remaining, 0.0) / t.rate
+            if until < delay:
+                delay = until
         version = self._version
         event = self.env.timeout(delay)
         event.callbacks.append(NetTimer(self, version))
 
     def _assign_rates(self) -> None:
         """Progressive filling: raise all unfrozen rates together until a resource or a port cap binds."""
-        unfrozen = list(self.active)
+        # Explicit loops (the hot path of every detailed event): the same sums in the same order as
+        # before, so the rates are bit-identical.
+        unfrozen = self.active
         l2_left, hbm_left = self.l2_capacity, self.hbm_capacity
         while unfrozen:
-            l2_demand = sum(t.weight * t.l2_coef for t in unfrozen)
-            hbm_demand = sum(t.weight * t.hbm_coef for t in unfrozen)
-            level_l2 = l2_left / l2_demand if l2_demand > 0 else float("inf")
-            level_hbm = hbm_left / hbm_demand if hbm_demand > 0 else float("inf")
-            level_cap = min(t.port.cap_bytes_per_ns for t in unfrozen)  # type: ignore[union-attr]
+            l2_demand = hbm_demand = 0.0
+            level_cap = math.inf
+            for t in unfrozen:
+                weight = t.weight
+                l2_demand += weight * t.l2_coef
+                hbm_demand += weight * t.hbm_coef
+                cap = t.port.cap_bytes_per_ns  # type: ignore[union-attr]
+                if cap < level_cap:
+                    level_cap = cap
+            level_l2 = l2_left / l2_demand if l2_demand > 0 else math.inf
+            level_hbm = hbm_left / hbm_demand if hbm_demand > 0 else math.inf
             level = min(level_l2, level_hbm, level_cap)
-            if level == level_cap:
-                binds = [t.port.cap_bytes_per_ns <= level for t in unfrozen]  # type: ignore[union-attr]
-            elif level == level_hbm:
-                binds = [t.hbm_coef > 0 for t in unfrozen]
-            else:
-                binds = [t.l2_coef > 0 for t in unfrozen]
+            by_cap = level == level_cap
+            by_hbm = not by_cap and level == level_hbm
             rate = max(level, 1e-12)
             rest = []
-            for t, bind in zip(unfrozen, binds, strict=True):
+            for t in unfrozen:
+                if by_cap:
+                    bind = t.port.cap_bytes_per_ns <= level  # type: ignore[union-attr]
+                elif by_hbm:
+                    bind = t.hbm_coef > 0
+                else:
+                    bind = t.l2_coef > 0
                 if bind:
                     t.rate = rate
                     l2_left -= rate * t.weight * t.l2_coef
