@@ -1,0 +1,486 @@
+"""Producers against consumers, per work unit: deadlocks a schedule guarantees, found before simulating.
+
+A consumer's ``wait`` takes the stage whose loop tag (``tile``, ``k``, ...) matches its own; a stage
+is filled once, by the producers' ``acquire`` with that tag, and once every consumer of the tile has
+released it, that tag is gone for good. So, for a real work unit, replaying only the synchronisation
+statements of the role programs (loops, guards, ``acquire``, ``wait``, ``release``, ``arrive``) with
+the unit's fields, without simpy, shows waits that no timing can satisfy:
+
+- a wait for a stage of a ring that no role fills in that unit (a consumer that waits more times per
+  tile than the producers fill, a producer loop one short, a wait on a ring fed only under a guard
+  that is false for this problem);
+- a wait for a stage that its only consumer has already released;
+- a wait on an event barrier for its own tile, when fewer arrivals come per tile than its count.
+
+These are found in the first unit that shows them, so a deadlock at the end of a 65536^3 kernel costs
+what one unit's loops cost, not the whole simulation. Whatever the replay cannot pin down is left to
+the simulator, which reports every deadlock: statements whose loops, guards or stage tags read the
+tile ordinal, ring or barrier statements outside the tiles loop of a persistent kernel, roles whose
+replicas split the tiles other than evenly, stream-K and split-KV work plans (their units depend on
+the arch), chunked buffers, named barriers and turnstiles, and units whose loops exceed a step budget.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpusim.errors import DeadlockError, GpusimError
+from gpusim.schedule.ir import Role, Schedule
+from gpusim.schedule.program import Stmt, walk
+
+MAX_REPLAY_STEPS = 200_000
+"""Statements the replay may execute over all sampled units before it gives up and says nothing."""
+MAX_SAMPLED_UNITS = 256
+"""Cluster units sampled from the grid (its corners, edges and middle along every dimension)."""
+_SYNC_OPS = frozenset({"acquire", "commit", "wait", "release", "arrive"})
+_TILE = 0
+"""The tile ordinal a unit is replayed at (no replayed expression may read it)."""
+
+
+class _GiveUp(Exception):
+    """The replay cannot be exact (a step budget, an unevaluable expression): say nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Op:
+    """One synchronisation statement executed by a replayed role replica."""
+
+    op: str
+    """acquire, wait, release, arrive, wait_event."""
+    name: str
+    stmt: Stmt
+    tag: dict[str, Any] | None
+    """The loop context (with ``at:`` applied); None when it cannot be known statically."""
+    in_tiles: bool
+    keep: int = 0
+
+
+@dataclass
+class _Replica:
+    """What one role replica does in one unit."""
+
+    role: str
+    replica: int
+    ops: list[_Op] = field(default_factory=list)
+
+
+def check_balance(sched: Schedule) -> frozenset[str]:
+    """Raise DeadlockError for a wait that no timing can satisfy in some real work unit; say nothing
+    where the schedule is too dynamic to replay exactly. Returns the rings and event barriers it could
+    check in every sampled unit (for tests and reports)."""
+    units = _sample_cluster_units(sched)
+    if not units:
+        return frozenset()
+    replay = _Replayer(sched)
+    checked: set[str] | None = None
+    try:
+        for cunit in units:
+            names = _check_cluster_unit(sched, replay, cunit)
+            checked = names if checked is None else checked & names
+    except _GiveUp:
+        return frozenset()
+    return frozenset(checked or ())
+
+
+# ---- work units ---------------------------------------------------------------------------------------
+
+
+def _sample_points(extent: int) -> list[int]:
+    return sorted({p for p in (0, 1, extent // 2, extent - 2, extent - 1) if 0 <= p < extent})
+
+
+def _sample_cluster_units(sched: Schedule) -> list[tuple[dict[str, Any], ...]]:
+    """Real cluster units of the work plan (as gpusim/sim/scheduler.py builds them) at the corners,
+    edges and middle of the cluster grid, for every split kind; none for arch-dependent plans."""
+    launch = sched.launch
+    if launch.scheduler in ("stream_k", "splitkv_balanced"):
+        return []
+    names = [d for d, _ in launch.grid]
+    extents = [e for _, e in launch.grid]
+    cluster = launch.cluster
+    cdims = [-(-e // (cluster[i] if i < 3 else 1)) for i, e in enumerate(extents)]
+    env = dict(sched.env)
+    kt = env.get("KT")
+    splits = launch.splits if launch.scheduler == "split_k" else 1
+    if splits > 1 and kt is None:
+        return []
+    extras = []
+    for split in _sample_points(splits):
+        extra: dict[str, Any] = {"split": split, "is_last_split": int(split == splits - 1),
+                                 "is_first_split": int(split == 0)}  # fmt: skip
+        if kt is not None:
+            per = -(-kt // splits)
+            k0, k1 = split * per, min(kt, (split + 1) * per)
+            extra.update(k_begin=k0, k_end=k1, k_iters=k1 - k0)
+        extras.append(extra)
+    coords = itertools.islice(itertools.product(*(_sample_points(c) for c in cdims)), MAX_SAMPLED_UNITS)
+    out = []
+    for ccoord, extra in itertools.product(list(coords), extras):
+        members = []
+        for rank in range(launch.cluster_size):
+            offs = (rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1]))
+            unit: dict[str, Any] = {
+                name: min(c * (cluster[i] if i < 3 else 1) + (offs[i] if i < 3 else 0), extents[i] - 1)
+                for i, (name, c) in enumerate(zip(names, ccoord, strict=True))
+            }
+            unit.update(extra, cta_rank=rank)
+            local = {**env, **unit}
+            try:
+                for fname, expr in launch.fields.items():
+                    unit[fname] = local[fname] = expr(local)
+            except GpusimError:
+                return []  # the simulation reports the field's error with its path
+            members.append(unit)
+        out.append(tuple(members))
+    return out
+
+
+# ---- replay -----------------------------------------------------------------------------------------------
+
+
+def _holds_sync(stmt: Stmt) -> bool:
+    if stmt.op in _SYNC_OPS:
+        return True
+    return any(_holds_sync(s) for s in stmt.body)
+
+
+class _Replayer:
+    """Replays role programs' synchronisation statements for one unit (memoised by what they read)."""
+
+    def __init__(self, sched: Schedule) -> None:
+        self.sched = sched
+        self.steps = 0
+        self.memo: dict[tuple, _Replica] = {}
+        self.reads: dict[str, tuple[str, ...]] = {}
+        self.relevant: dict[str, tuple[Stmt, ...]] = {}
+        self.seen: dict[tuple, set[str]] = {}
+        """Names checked for each combination of replays already checked (units that replay alike)."""
+        self.producers = {b: _roles_with(sched, b, ("acquire", "commit")) for b in sched.buffers}
+        self.consumers = {b: _roles_with(sched, b, ("wait", "release")) for b in sched.buffers}
+        for role in sched.roles.values():
+            self.relevant[role.name] = tuple(s for s in role.program if _holds_sync(s))
+            self.reads[role.name] = tuple(sorted(_names_read(self.relevant[role.name])))
+
+    def run(self, role: Role, replica: int, rank: int, unit: dict[str, Any] | None) -> _Replica:
+        """What ``role``'s ``replica`` does on CTA ``rank`` when its tiles loop runs ``unit`` (None: runs
+        no unit)."""
+        local = {**self.sched.env, "r": replica, "cta_rank": rank, **(unit or {})}
+        key = (role.name, replica, unit is None, *(local.get(n) for n in self.reads[role.name]))
+        done = self.memo.get(key)
+        if done is not None:
+            return done
+        out = _Replica(role.name, replica)
+        state = _State(vars={**self.sched.env, "r": replica, "cta_rank": rank}, unit=unit, out=out)
+        self._block(self.relevant[role.name], state)
+        self.memo[key] = out
+        return out
+
+    def _eval(self, expr: Any, state: _State) -> Any:
+        if "tile" in expr.names:
+            raise _GiveUp
+        try:
+            return expr(state.vars)
+        except GpusimError:
+            raise _GiveUp from None
+
+    def _block(self, stmts: tuple[Stmt, ...], state: _State) -> None:
+        for stmt in stmts:
+            self.steps += 1
+            if self.steps > MAX_REPLAY_STEPS:
+                raise _GiveUp
+            if stmt.guard is not None and not self._eval(stmt.guard, state):
+                continue
+            op = stmt.op
+            if op == "tiles":
+                if state.unit is not None:
+                    state.vars.update(state.unit)
+                    state.vars["tile"] = _TILE
+                    state.loop = {"tile": _TILE}
+                    state.in_tiles += 1
+                    self._block(stmt.body, state)
+                    state.in_tiles -= 1
+            elif op == "for":
+                self._for(stmt, state)
+            elif op == "turn":
+                self._block(stmt.body, state)
+            elif op in _SYNC_OPS:
+                self._sync(stmt, state)
+
+    def _for(self, stmt: Stmt, state: _State) -> None:
+        args = stmt.args
+        start, stop = int(self._eval(args.start, state)), int(self._eval(args.stop, state))
+        if stop - start > MAX_REPLAY_STEPS:
+            raise _GiveUp
+        body = tuple(s for s in stmt.body if _holds_sync(s))
+        for value in range(start, stop):
+            state.vars[args.var] = state.loop[args.var] = value
+            self._block(body, state)
+        state.loop.pop(args.var, None)
+
+    def _sync(self, stmt: Stmt, state: _State) -> None:
+        args = stmt.args
+        op = stmt.op
+        at = getattr(args, "at", {})
+        tag: dict[str, Any] | None = dict(state.loop)
+        if "tile" in at or any("tile" in e.names for e in at.values()):
+            tag = None
+        else:
+            for key, expr in at.items():
+                tag[key] = self._eval(expr, state)
+        if op == "wait" and args.bar is not None:
+            op, name = "wait_event", args.bar
+        elif op == "arrive":
+            name = args.bar
+        else:
+            name = args.buf
+        keep = 0
+        if op == "release" and args.keep is not None:
+            keep = int(self._eval(args.keep, state))
+        state.out.ops.append(_Op(op, name, stmt, tag, state.in_tiles > 0, keep))
+
+
+@dataclass
+class _State:
+    vars: dict[str, Any]
+    unit: dict[str, Any] | None
+    out: _Replica
+    loop: dict[str, Any] = field(default_factory=dict)
+    in_tiles: int = 0
+
+
+def _names_read(stmts: tuple[Stmt, ...]) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        if stmt.guard is not None:
+            names |= stmt.guard.names
+        args = stmt.args
+        if stmt.op == "for":
+            names |= args.start.names | args.stop.names
+        if stmt.op == "tiles":
+            names |= {n for e in (args.every, args.offset) if e is not None for n in e.names}
+        for expr in getattr(args, "at", {}).values():
+            names |= expr.names
+        if stmt.op == "release" and args.keep is not None:
+            names |= args.keep.names
+        names |= _names_read(stmt.body)
+    return names
+
+
+# ---- which replicas run a unit ------------------------------------------------------------------------------
+
+
+def _runners(sched: Schedule, role: Role, rank: int) -> tuple[list[tuple[int, bool]], bool] | None:
+    """(each replica replayed and whether its tiles loop runs the unit, whether exactly one of them runs
+    it); None when the replicas' tile filters do not split the units evenly (the check then says nothing
+    about the role)."""
+    filters = []
+    tiles = next((s for s in role.program if s.op == "tiles"), None)
+    for replica in range(role.replicas):
+        env = {**sched.env, "r": replica, "cta_rank": rank}
+        if tiles is None:
+            filters.append((1, 0))
+            continue
+        try:
+            every = 1 if tiles.args.every is None else int(tiles.args.every(env))
+            offset = 0 if tiles.args.offset is None else int(tiles.args.offset(env))
+        except GpusimError:
+            return None
+        filters.append((every, offset))
+    if not sched.launch.persistent:  # one unit per CTA, at ordinal 0
+        return [(r, offset == 0) for r, (_, offset) in enumerate(filters)], False
+    if all(f == (1, 0) for f in filters):
+        return [(r, True) for r in range(role.replicas)], False
+    every = filters[0][0]
+    if all(e == every for e, _ in filters) and sorted(o for _, o in filters) == list(range(every)):
+        return [(r, True) for r in range(role.replicas)], True
+    return None
+
+
+def _runs_on(role: Role, rank: int, pair: bool) -> bool:
+    return role.cta == "all" or not pair or rank % 2 == 0
+
+
+# ---- the checks -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _RoleRun:
+    """A role on the CTAs that share a ring or barrier: what each candidate replica does in the unit."""
+
+    role: Role
+    runs: list[_Replica]
+    exactly_one: bool
+    """Exactly one of ``runs`` runs the unit (replicas taking turns); else each of them does."""
+
+
+def _check_cluster_unit(sched: Schedule, replay: _Replayer, cunit: tuple[dict[str, Any], ...]) -> set[str]:
+    pair = sched.launch.cta_pair
+    per_rank: list[list[_RoleRun] | None] = []
+    for rank, unit in enumerate(cunit):
+        runs: list[_RoleRun] | None = []
+        for role in sched.roles.values():
+            if not _runs_on(role, rank, pair):
+                continue
+            runners = _runners(sched, role, rank)
+            if runners is None:
+                runs = None
+                break
+            replicas, exactly_one = runners
+            replayed = [replay.run(role, r, rank, unit if takes else None) for r, takes in replicas]
+            runs.append(_RoleRun(role, replayed, exactly_one))
+        per_rank.append(runs)
+    alike = tuple(None if runs is None else tuple(id(r) for rr in runs for r in rr.runs) for runs in per_rank)
+    if alike in replay.seen:
+        return replay.seen[alike]
+    where = ", ".join(f"{k}={v}" for k, v in cunit[0].items() if k in dict(sched.launch.grid))
+    checked: set[str] = set()
+    for name, buf in sched.buffers.items():
+        if not buf.has_protocol or buf.consumer == "manual":
+            continue
+        shared = buf.scope == "pair" and pair
+        exact = True
+        for rank in range(0, len(cunit), 2 if shared else 1):
+            ranks = [rank, rank + 1] if shared and rank + 1 < len(cunit) else [rank]
+            groups = [per_rank[k] for k in ranks]
+            if any(g is None for g in groups):
+                exact = False
+                continue
+            runs = [rr for g in groups for rr in g]  # type: ignore[union-attr]
+            exact = _check_ring(sched, replay, name, buf.consumer == "umma", runs, where) and exact
+        if exact:
+            checked.add(name)
+    for name, bar in sched.barriers.items():
+        if bar.kind != "event":
+            continue
+        exact = all(runs is not None for runs in per_rank)
+        for runs in per_rank:
+            if runs is not None:
+                exact = _check_event(sched, name, max(1, bar.count), runs, where) and exact
+        if exact:
+            checked.add(name)
+    replay.seen[alike] = checked
+    return checked
+
+
+def _ops(run: _Replica, names: tuple[str, ...], name: str) -> list[_Op]:
+    return [o for o in run.ops if o.op in names and o.name == name]
+
+
+def _dynamic(ops: list[_Op], persistent: bool) -> bool:
+    return any(o.tag is None or (persistent and not o.in_tiles) for o in ops)
+
+
+def _check_ring(sched: Schedule, replay: _Replayer, name: str, deferred_release: bool, runs: list[_RoleRun],
+                where: str) -> bool:  # fmt: skip
+    """Refuse a wait on ring ``name`` that no producer fill can satisfy in this unit; False when the
+    ring's statements are too dynamic to tell."""
+    persistent = sched.launch.persistent
+    touching = [rr for rr in runs if any(_ops(r, ("acquire", "wait", "release"), name) for r in rr.runs)]
+    if any(_dynamic(_ops(r, ("acquire", "wait", "release"), name), persistent) for rr in touching
+           for r in rr.runs):  # fmt: skip
+        return False
+    producers = [rr for rr in runs if rr.role.name in replay.producers[name]]
+    consumers = [rr for rr in runs if rr.role.name in replay.consumers[name]]
+    filled: dict[tuple, set[tuple]] = {}
+    fills: dict[str, int] = {}
+    once = True
+    for rr in producers:
+        for r in rr.runs:
+            tags = [_key(o.tag) for o in _ops(r, ("acquire",), name)]  # type: ignore[arg-type]
+            once = once and len(set(tags)) == len(tags)
+            for tag in tags:
+                filled.setdefault(tuple(k for k, _ in tag), set()).add(tag)
+            fills[rr.role.name] = max(fills.get(rr.role.name, 0), len(tags))
+    releasers = sum(1 if rr.exactly_one else len(rr.runs) for rr in consumers)
+    track_frees = releasers == 1 and once and not deferred_release
+    for rr in consumers:
+        failures = [_first_unsatisfied(r, name, filled, track_frees) for r in rr.runs]
+        hit = [f for f in failures if f is not None]
+        if not hit or (rr.exactly_one and len(hit) < len(failures)):
+            continue
+        run, op, why = hit[0]
+        waits = len(_ops(run, ("wait",), name))
+        filling = (
+            ", ".join(f"role {p} fills it {n} times per tile" for p, n in fills.items()) or "no role fills it"
+        )
+        stage = {k: v for k, v in op.tag.items() if k != "tile"}  # type: ignore[union-attr]
+        raise DeadlockError(
+            f"{sched.name}: deadlock found before simulating: ring '{name}': role {rr.role.name} waits "
+            f"{waits} times per tile, {filling}; at {op.stmt.where} it waits for stage {stage} of the tile, "
+            f"which {why}, so role {rr.role.name} blocks there forever (unit {where})"
+        )
+    return True
+
+
+def _first_unsatisfied(run: _Replica, name: str, filled: dict[tuple, set[tuple]], track_frees: bool
+                       ) -> tuple | None:  # fmt: skip
+    """The first wait of ``run`` on ring ``name`` that no filled stage (tags by their keys) satisfies."""
+    held: list[tuple] = []
+    freed: set[tuple] = set()
+    for op in run.ops:
+        if op.name != name:
+            continue
+        if op.op == "wait":
+            matches = []
+            for keys, tags in filled.items():
+                tag = tuple((k, op.tag.get(k, _MISSING)) for k in keys)  # type: ignore[union-attr]
+                if tag in tags:
+                    matches.append(tag)
+            if not matches:
+                return run, op, "no role fills"
+            if track_frees and len(matches) == 1 and matches[0] in freed:
+                return run, op, "it already released (a freed stage is never filled again)"
+            held.append(matches[0] if len(matches) == 1 else ())
+        elif op.op == "release":
+            while len(held) > op.keep:
+                freed.add(held.pop(0))
+    return None
+
+
+_MISSING = object()
+
+
+def _key(tag: dict[str, Any]) -> tuple:
+    return tuple(sorted(tag.items()))
+
+
+def _roles_with(sched: Schedule, buf: str, ops: tuple[str, ...]) -> set[str]:
+    return {
+        r.name
+        for r in sched.roles.values()
+        if any(s.op in ops and getattr(s.args, "buf", None) == buf for s, _ in walk(r.program))
+    }
+
+
+def _check_event(sched: Schedule, name: str, count: int, runs: list[_RoleRun], where: str) -> bool:
+    """Refuse a wait on event barrier ``name`` for its own tile when fewer than ``count`` arrivals come per
+    tile; False when the arrivals are too dynamic to count."""
+    persistent = sched.launch.persistent
+    arrivals = 0
+    for rr in runs:
+        per_run = []
+        for r in rr.runs:
+            ops = _ops(r, ("arrive",), name)
+            if _dynamic(ops, persistent):
+                return False
+            per_run.append(len(ops))
+        arrivals += max(per_run, default=0) if rr.exactly_one else sum(per_run)
+    if arrivals >= count:
+        return True
+    for rr in runs:
+        failures = []
+        for r in rr.runs:
+            waits = [o for o in _ops(r, ("wait_event",), name) if o.tag is not None]
+            waits = [o for o in waits if o.in_tiles or not persistent]
+            failures.append(waits[0] if waits else None)
+        hit = [f for f in failures if f is not None]
+        if not hit or (rr.exactly_one and len(hit) < len(failures)):
+            continue
+        raise DeadlockError(
+            f"{sched.name}: deadlock found before simulating: event barrier '{name}' completes a tile after "
+            f"{count} arrivals, but the roles arrive {arrivals} times per tile; role {rr.role.name} waits for "
+            f"it at {hit[0].stmt.where} and blocks there forever (unit {where})"
+        )
+    return True
