@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import re
+import tempfile
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import gpusim
-from gpusim.errors import DeadlockError
+from gpusim.api import default_problem, load_arch, reference_arch
+from gpusim.arch import Arch
+from gpusim.errors import DeadlockError, GpusimError
+from gpusim.schedule.balance import check_balance
+from gpusim.schedule.check import check_schedule
+from gpusim.schedule.ir import Schedule
+from gpusim.schedule.load import builtin_schedule_names, load_schedule, read_spec
+from gpusim.sim.engine import simulate
 
 SCHEDULES = Path(__file__).resolve().parent.parent / "schedules"
 
@@ -97,8 +109,9 @@ def test_one_wait_more_than_the_producer_fills_is_refused_before_simulating(
     kt = size // 64
     with pytest.raises(DeadlockError) as err:
         gpusim.predict(str(path), "h100", M=size, N=size, K=size, attribute=False)
-    assert f"ring 'ab': role math waits {kt + 1} times per tile, role producer fills it {kt} times per tile" in str(
-        err.value
+    assert (
+        f"ring 'ab': role math waits {kt + 1} times per tile, role producer fills it {kt} times per tile"
+        in str(err.value)
     )
     assert f"waits for stage {{'k': {kt}}} of the tile, which no role fills" in str(err.value)
     assert "roles.math.program[0].tiles.do[0].turn.do[3].wait" in str(err.value)
@@ -150,3 +163,159 @@ def test_an_epilogue_waiting_for_a_signal_never_given_is_refused_before_simulati
 def test_the_same_signal_given_runs(tmp_path: Path) -> None:
     path = _fed_when_k_fills_the_ring(tmp_path)
     assert gpusim.predict(str(path), "h100", M=1024, N=1024, K=6 * 64, attribute=False).time_us > 0
+
+
+MUTATIONS: dict[str, dict[str, str]] = {
+    "extra_wait": {"after_mainloop": "        - wait: {buf: ab, at: {k: KT}}\n"},
+    "wait_again": {"after_mainloop": "        - wait: {buf: ab, at: {k: KT - 1}}\n"},
+    "short_producer": {"stop": "k_end - 1"},
+    "whole_rounds": {"barriers": "  k_done: {kind: event, count: 1}\n",
+                     "after_producer": "      - arrive: k_done\n        if: KT % STAGES == 0\n",
+                     "before_epilogue": "        - wait: {bar: k_done}\n"},
+}  # fmt: skip
+
+
+def _without_the_balance_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gpusim.schedule.check.check_balance", lambda sched: frozenset())
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_what_the_check_refuses_the_simulation_finds_deadlocked(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The static claims agree with the simulator: each refused mutation, simulated, deadlocks."""
+    path = _pingpong(tmp_path, name, **MUTATIONS[name])
+    problem = {"M": 512, "N": 512, "K": 448}
+    with pytest.raises(DeadlockError, match="found before simulating"):
+        gpusim.predict(str(path), "h100", attribute=False, **problem)
+    _without_the_balance_check(monkeypatch)
+    with pytest.raises(DeadlockError, match=r"deadlock at t=[\d.]+ us; blocked roles"):
+        gpusim.predict(str(path), "h100", attribute=False, **problem)
+
+
+# ---- no false alarms: the check fires only where the simulation deadlocks too --------------------------------
+
+PROBLEM_VALUES = {
+    "M": st.integers(1, 70_000), "N": st.integers(1, 70_000), "K": st.integers(1, 70_000),
+    "batch": st.integers(1, 16), "heads": st.sampled_from([1, 2, 8, 16, 32]),
+    "seqlen_q": st.integers(1, 70_000), "seqlen_kv": st.integers(1, 70_000),
+    "head_dim": st.sampled_from([64, 96, 128, 192, 256]), "causal": st.sampled_from([0, 1]),
+    "bytes": st.integers(1, 2**32),
+}  # fmt: skip
+PARAM_VALUES = {
+    "STAGES": st.integers(1, 8), "SPLITS": st.integers(1, 5), "CLUSTER_N": st.sampled_from([1, 2]),
+    "CLUSTER_M": st.sampled_from([1, 2]), "PAIR": st.sampled_from([0, 1]), "ACC_STAGES": st.sampled_from([1, 2]),
+    "PINGPONG": st.sampled_from([0, 1]), "INTRA_OVERLAP": st.sampled_from([0, 1]), "BN": st.sampled_from([64, 128, 256]),
+    "Q_STAGE": st.sampled_from([1, 2]), "STAGES_Q": st.sampled_from([1, 2]), "STAGES_DO": st.sampled_from([1, 2]),
+}  # fmt: skip
+SHIPPED = builtin_schedule_names()
+
+
+@st.composite
+def _problems(draw: st.DrawFn) -> tuple[str, dict[str, object]]:
+    name = draw(st.sampled_from(SHIPPED))
+    keys = [k for k in default_problem(name) if k in PROBLEM_VALUES]
+    problem = (
+        {k: draw(PROBLEM_VALUES[k]) for k in draw(st.lists(st.sampled_from(keys), unique=True))}
+        if keys
+        else {}
+    )
+    params = [p for p in read_spec(name).params if p in PARAM_VALUES]
+    if params:
+        problem.update(
+            {p: draw(PARAM_VALUES[p]) for p in draw(st.lists(st.sampled_from(params), unique=True))}
+        )
+    return name, problem
+
+
+def _statically_refused(sched: Schedule, arch: Arch) -> DeadlockError | None:
+    try:
+        check_schedule(sched, arch)
+    except DeadlockError as err:
+        return err
+    except GpusimError:
+        assume(False)
+    return None
+
+
+def _simulated_deadlock(sched: Schedule, arch: Arch) -> bool:
+    with patch("gpusim.schedule.check.check_balance", lambda sched: frozenset()):
+        try:
+            simulate(sched, arch)
+        except DeadlockError:
+            return True
+    return False
+
+
+@given(_problems())
+@settings(max_examples=40)
+def test_shipped_schedules_are_never_refused_where_they_run(case: tuple[str, dict[str, object]]) -> None:
+    """Shipped schedules at random sizes and parameters: the balance check never fires (were it to, the
+    simulation would have to deadlock as well)."""
+    name, problem = case
+    arch = load_arch(reference_arch(name))
+    try:
+        sched = load_schedule(name, arch, problem)
+    except GpusimError:
+        assume(False)
+    refused = _statically_refused(sched, arch)
+    assert refused is None or _simulated_deadlock(sched, arch), f"{name} {problem}: {refused}"
+
+
+def test_the_check_covers_the_warp_specialized_schedules() -> None:
+    """What the property above exercises: the rings and event barriers the check replays in full."""
+    covered = {}
+    for name in (
+        "gemm_ws_pingpong",
+        "gemm_ws_cooperative",
+        "gemm_tcgen05",
+        "gemm_fp8_deepgemm",
+        "attn_fa3_fwd",
+    ):
+        arch = load_arch(reference_arch(name))
+        covered[name] = sorted(check_balance(load_schedule(name, arch, {})))
+    assert covered == {
+        "gemm_ws_pingpong": ["ab"],
+        "gemm_ws_cooperative": ["ab"],
+        "gemm_tcgen05": ["ab", "acc"],
+        "gemm_fp8_deepgemm": ["ab"],
+        "attn_fa3_fwd": ["k", "o_stored", "q", "v", "vt"],
+    }
+
+
+ROLE_LINE = re.compile(r"^ {4,}- (wait|acquire|release|commit|arrive|for)\b.*$", re.MULTILINE)
+MUTATED = ["gemm_ws_pingpong", "gemm_tcgen05", "gemm_fp8_deepgemm", "attn_fa3_fwd", "attn_fa3_bwd", "attn_fa4_fwd",
+           "attn_fa4_bwd", "attn_decode_splitkv"]  # fmt: skip
+SMALL_PROBLEMS = {"gemm": {"M": 512, "N": 512, "K": 448}, "attn": {"batch": 1, "heads": 2, "seqlen_q": 384}}
+
+
+@st.composite
+def _mutated_schedules(draw: st.DrawFn) -> tuple[str, str]:
+    """A warp-specialized schedule with one synchronisation line of a role program duplicated or deleted."""
+    name = draw(st.sampled_from(MUTATED))
+    text = (SCHEDULES / f"{name}.yaml").read_text()
+    spot = draw(st.sampled_from(list(ROLE_LINE.finditer(text))))
+    line = text[spot.start() : spot.end() + 1]
+    edit = line + line if draw(st.booleans()) else ""
+    return name, text[: spot.start()] + edit + text[spot.end() + 1 :]
+
+
+@given(_mutated_schedules())
+@settings(max_examples=30)
+def test_the_check_never_refuses_a_mutation_the_simulation_runs(case: tuple[str, str]) -> None:
+    """A line of a role program duplicated or deleted: whenever the check refuses the result, the
+    simulation (without the check) deadlocks too."""
+    name, text = case
+    arch = load_arch(reference_arch(name))
+    problem = (
+        SMALL_PROBLEMS["gemm" if name.startswith("gemm") else "attn"] if name != "attn_decode_splitkv" else {}
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}.yaml"
+        path.write_text(text)
+        try:
+            sched = load_schedule(str(path), arch, problem)
+        except GpusimError:
+            assume(False)
+        refused = _statically_refused(sched, arch)
+        assert refused is None or _simulated_deadlock(sched, arch), str(refused)
