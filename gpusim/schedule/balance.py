@@ -26,6 +26,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpusim.arch import Arch
 from gpusim.errors import DeadlockError, GpusimError
 from gpusim.schedule.ir import Role, Schedule
 from gpusim.schedule.program import Stmt, walk
@@ -34,7 +35,9 @@ MAX_REPLAY_STEPS = 200_000
 """Statements the replay may execute over all sampled units before it gives up and says nothing."""
 MAX_SAMPLED_UNITS = 256
 """Cluster units sampled from the grid (its corners, edges and middle along every dimension)."""
-_SYNC_OPS = frozenset({"acquire", "commit", "wait", "release", "arrive"})
+_SYNC_OPS = frozenset({"acquire", "commit", "wait", "release", "arrive", "sync", "syncthreads"})
+SYNCTHREADS = "__syncthreads"
+"""The name the CTA-wide barrier goes by in reports."""
 _TILE = 0
 """The tile ordinal a unit is replayed at (no replayed expression may read it)."""
 
@@ -66,10 +69,11 @@ class _Replica:
     ops: list[_Op] = field(default_factory=list)
 
 
-def check_balance(sched: Schedule) -> frozenset[str]:
-    """Raise DeadlockError for a wait that no timing can satisfy in some real work unit; say nothing
-    where the schedule is too dynamic to replay exactly. Returns the rings and event barriers it could
-    check in every sampled unit (for tests and reports)."""
+def check_balance(sched: Schedule, arch: Arch | None = None) -> frozenset[str]:
+    """Raise DeadlockError for a wait that no timing can satisfy in some real work unit (and, given the
+    arch, which sets how many units each CTA runs, for a named barrier whose last phase never fills);
+    say nothing where the schedule is too dynamic to replay exactly. Returns the rings and barriers it
+    could check (for tests and reports)."""
     units = _sample_cluster_units(sched)
     if not units:
         return frozenset()
@@ -79,6 +83,8 @@ def check_balance(sched: Schedule) -> frozenset[str]:
         for cunit in units:
             names = _check_cluster_unit(sched, replay, cunit)
             checked = names if checked is None else checked & names
+        if arch is not None:
+            checked = (checked or set()) | _check_barrier_phases(sched, arch, replay, units[0])
     except _GiveUp:
         return frozenset()
     return frozenset(checked or ())
@@ -159,9 +165,13 @@ class _Replayer:
         """Names checked for each combination of replays already checked (units that replay alike)."""
         self.producers = {b: _roles_with(sched, b, ("acquire", "commit")) for b in sched.buffers}
         self.consumers = {b: _roles_with(sched, b, ("wait", "release")) for b in sched.buffers}
+        self.holding = {
+            id(s) for role in sched.roles.values() for s, _ in walk(role.program) if _holds_sync(s)
+        }
+        """The statements that are, or hold, synchronisation statements (the rest is never replayed)."""
         for role in sched.roles.values():
-            self.relevant[role.name] = tuple(s for s in role.program if _holds_sync(s))
-            self.reads[role.name] = tuple(sorted(_names_read(self.relevant[role.name])))
+            self.relevant[role.name] = tuple(s for s in role.program if id(s) in self.holding)
+            self.reads[role.name] = tuple(sorted(_names_read(self.relevant[role.name], self.holding)))
 
     def run(self, role: Role, replica: int, rank: int, unit: dict[str, Any] | None) -> _Replica:
         """What ``role``'s ``replica`` does on CTA ``rank`` when its tiles loop runs ``unit`` (None: runs
@@ -187,6 +197,8 @@ class _Replayer:
 
     def _block(self, stmts: tuple[Stmt, ...], state: _State) -> None:
         for stmt in stmts:
+            if id(stmt) not in self.holding:
+                continue
             self.steps += 1
             if self.steps > MAX_REPLAY_STEPS:
                 raise _GiveUp
@@ -213,10 +225,9 @@ class _Replayer:
         start, stop = int(self._eval(args.start, state)), int(self._eval(args.stop, state))
         if stop - start > MAX_REPLAY_STEPS:
             raise _GiveUp
-        body = tuple(s for s in stmt.body if _holds_sync(s))
         for value in range(start, stop):
             state.vars[args.var] = state.loop[args.var] = value
-            self._block(body, state)
+            self._block(stmt.body, state)
         state.loop.pop(args.var, None)
 
     def _sync(self, stmt: Stmt, state: _State) -> None:
@@ -231,8 +242,10 @@ class _Replayer:
                 tag[key] = self._eval(expr, state)
         if op == "wait" and args.bar is not None:
             op, name = "wait_event", args.bar
-        elif op == "arrive":
+        elif op in ("arrive", "sync"):
             name = args.bar
+        elif op == "syncthreads":
+            name = SYNCTHREADS
         else:
             name = args.buf
         keep = 0
@@ -250,9 +263,11 @@ class _State:
     in_tiles: int = 0
 
 
-def _names_read(stmts: tuple[Stmt, ...]) -> set[str]:
+def _names_read(stmts: tuple[Stmt, ...], holding: set[int]) -> set[str]:
     names: set[str] = set()
     for stmt in stmts:
+        if id(stmt) not in holding:
+            continue
         if stmt.guard is not None:
             names |= stmt.guard.names
         args = stmt.args
@@ -264,19 +279,17 @@ def _names_read(stmts: tuple[Stmt, ...]) -> set[str]:
             names |= expr.names
         if stmt.op == "release" and args.keep is not None:
             names |= args.keep.names
-        names |= _names_read(stmt.body)
+        names |= _names_read(stmt.body, holding)
     return names
 
 
 # ---- which replicas run a unit ------------------------------------------------------------------------------
 
 
-def _runners(sched: Schedule, role: Role, rank: int) -> tuple[list[tuple[int, bool]], bool] | None:
-    """(each replica replayed and whether its tiles loop runs the unit, whether exactly one of them runs
-    it); None when the replicas' tile filters do not split the units evenly (the check then says nothing
-    about the role)."""
+def _tile_filters(sched: Schedule, role: Role, rank: int) -> list[tuple[int, int]] | None:
+    """(every, offset) of each replica's tiles loop (as the engine reads it); None if not evaluable."""
+    tiles = next((s for s, _ in walk(role.program) if s.op == "tiles"), None)
     filters = []
-    tiles = next((s for s in role.program if s.op == "tiles"), None)
     for replica in range(role.replicas):
         env = {**sched.env, "r": replica, "cta_rank": rank}
         if tiles is None:
@@ -287,7 +300,19 @@ def _runners(sched: Schedule, role: Role, rank: int) -> tuple[list[tuple[int, bo
             offset = 0 if tiles.args.offset is None else int(tiles.args.offset(env))
         except GpusimError:
             return None
+        if every < 1 or offset < 0:
+            return None
         filters.append((every, offset))
+    return filters
+
+
+def _runners(sched: Schedule, role: Role, rank: int) -> tuple[list[tuple[int, bool]], bool] | None:
+    """(each replica replayed and whether its tiles loop runs the unit, whether exactly one of them runs
+    it); None when the replicas' tile filters do not split the units evenly (the check then says nothing
+    about the role)."""
+    filters = _tile_filters(sched, role, rank)
+    if filters is None:
+        return None
     if not sched.launch.persistent:  # one unit per CTA, at ordinal 0
         return [(r, offset == 0) for r, (_, offset) in enumerate(filters)], False
     if all(f == (1, 0) for f in filters):
@@ -484,3 +509,96 @@ def _check_event(sched: Schedule, name: str, count: int, runs: list[_RoleRun], w
             f"it at {hit[0].stmt.where} and blocks there forever (unit {where})"
         )
     return True
+
+
+# ---- named barriers: phases per CTA -------------------------------------------------------------------------
+
+
+def _units_per_cta(sched: Schedule, arch: Arch) -> set[int]:
+    """How many work units the CTAs of the work plan run (gpusim/sim/scheduler.py deals the cluster units
+    round-robin over the resident cluster slots; a grid launch runs one unit per CTA)."""
+    launch = sched.launch
+    if not launch.persistent:
+        return {1}
+    total = launch.splits if launch.scheduler == "split_k" else 1
+    for i, (_, extent) in enumerate(launch.grid):
+        total *= -(-extent // (launch.cluster[i] if i < 3 else 1))
+    slots = arch.sm_count // launch.cluster_size * launch.ctas_per_sm
+    if slots < 1:
+        return set()
+    fewer, more = divmod(total, slots)
+    return ({fewer + 1} if more else set()) | ({fewer} if fewer else set())
+
+
+def _unit_dependent_names(sched: Schedule) -> set[str]:
+    """Names whose values differ between the units of one CTA."""
+    launch = sched.launch
+    names = {d for d, _ in launch.grid} | set(launch.fields) | {"tile"}
+    if launch.scheduler == "split_k" and launch.splits > 1:
+        names |= {"split", "is_last_split", "is_first_split", "k_begin", "k_end", "k_iters"}
+    return names
+
+
+def _check_barrier_phases(sched: Schedule, arch: Arch, replay: _Replayer, cunit: tuple[dict[str, Any], ...]
+                          ) -> set[str]:  # fmt: skip
+    """A named barrier (or ``__syncthreads``) completes a phase each ``warps`` warps; when the warps all
+    roles of a CTA bring to it over the whole kernel are not a multiple of that, its last phase never
+    completes and the syncs in it block forever (typically after the last tile)."""
+    counts = _units_per_cta(sched, arch)
+    dependent = _unit_dependent_names(sched)
+    barriers = {name: bar.warps for name, bar in sched.barriers.items() if bar.kind == "named"}
+    users = [r for r in sched.roles.values() if any(s.op == "syncthreads" for s, _ in walk(r.program))]
+    if users:
+        barriers[SYNCTHREADS] = max(1, sum(r.warps * r.replicas for r in users))
+    checked = set()
+    for name, warps in barriers.items():
+        if all(_phase_balance(sched, replay, name, warps, rank, unit, counts, dependent)
+               for rank, unit in enumerate(cunit)):  # fmt: skip
+            checked.add(name)
+    return checked
+
+
+def _phase_balance(sched: Schedule, replay: _Replayer, name: str, warps: int, rank: int, unit: dict[str, Any],
+                   counts: set[int], dependent: set[str]) -> bool:  # fmt: skip
+    """Refuse barrier ``name`` on CTA ``rank`` if its arrivals leave a phase unfinished; False when they
+    depend on the unit or include non-blocking arrivals (nothing can be said)."""
+    brought = []  # (role, replica, warps, syncs outside the tiles loop, syncs per unit, every, offset)
+    for role in sched.roles.values():
+        if not _runs_on(role, rank, sched.launch.cta_pair):
+            continue
+        uses = any(_names_barrier(s, name) for s, _ in walk(role.program))
+        if not uses:
+            continue
+        filters = _tile_filters(sched, role, rank)
+        if filters is None or dependent & set(replay.reads[role.name]):
+            return False
+        for replica, (every, offset) in enumerate(filters):
+            ops = [
+                o
+                for o in replay.run(role, replica, rank, unit).ops
+                if o.name == name and o.op != "wait_event"
+            ]
+            if any(o.op == "arrive" for o in ops):
+                return False
+            per_unit = sum(1 for o in ops if o.in_tiles)
+            brought.append((role.name, replica, role.warps, len(ops) - per_unit, per_unit, every, offset))
+    for n in sorted(counts):
+        syncs = [(role, rep, w, once + per_unit * len(range(offset, n, every)))
+                 for role, rep, w, once, per_unit, every, offset in brought]  # fmt: skip
+        total = sum(w * k for _, _, w, k in syncs)
+        if total % warps:
+            who = ", ".join(f"{role}{f'[{rep}]' if sched.roles[role].replicas > 1 else ''} syncs {k} times "
+                            f"with {w} warps" for role, rep, w, k in syncs)  # fmt: skip
+            kind = "__syncthreads" if name == SYNCTHREADS else f"named barrier '{name}'"
+            raise DeadlockError(
+                f"{sched.name}: deadlock found before simulating: {kind} completes a phase every {warps} warps, "
+                f"but a CTA that runs {n} work units brings it {total} warps ({who}), not a multiple of "
+                f"{warps}: its last phase never completes, so the roles that sync in it block forever"
+            )
+    return True
+
+
+def _names_barrier(stmt: Stmt, name: str) -> bool:
+    if stmt.op == "syncthreads":
+        return name == SYNCTHREADS
+    return stmt.op in ("sync", "arrive") and stmt.args.bar == name

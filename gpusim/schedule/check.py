@@ -227,7 +227,7 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
         why = "needs cluster[0] even" if feats.cta_pair_mma else f"{arch.id} has no 2-CTA MMA (needs sm_100)"
         raise _fail(sched, arch, f"launch.cta_pair: {why}")
 
-    check_balance(sched)
+    check_balance(sched, arch)
     return Budgets(
         smem_bytes_per_cta=smem,
         smem_bytes_per_sm=per_sm,
