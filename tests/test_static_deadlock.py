@@ -186,6 +186,20 @@ def test_a_barrier_phase_left_open_after_the_last_tile_is_refused_before_simulat
         gpusim.predict(str(path), "h100", M=size, N=size, K=size, attribute=False)
 
 
+@SIZES
+def test_a_producer_filling_a_stage_no_consumer_takes_is_refused_before_simulating(
+    tmp_path: Path, size: int, no_simulation: None
+) -> None:
+    """One empty turn of the ring more per tile than the consumers take: after six tiles no stage is free."""
+    path = _pingpong(tmp_path, "long_producer", **MUTATIONS["long_producer"])
+    kt = size // 64
+    with pytest.raises(DeadlockError, match=rf"ring 'ab': role producer fills it {kt + 1} times per tile, but 1 of "
+                                            rf"those stages \(the first \{{'k': {kt}\}}\) are never released by math; "
+                                            r"each stays full for good, so a CTA that runs \d+ work units runs out of "
+                                            r"the ring's 6 stages"):  # fmt: skip
+        gpusim.predict(str(path), "h100", M=size, N=size, K=size, attribute=False)
+
+
 def test_the_same_barrier_with_an_even_number_of_tiles_everywhere_runs(tmp_path: Path) -> None:
     path = _pingpong(tmp_path, "tile_sync", **MUTATIONS["tile_sync"])
     assert gpusim.predict(str(path), "h100", M=11 * 128, N=12 * 256, K=512, attribute=False).time_us > 0
@@ -199,7 +213,10 @@ MUTATIONS: dict[str, dict[str, str]] = {
                      "after_producer": "      - arrive: k_done\n        if: KT % STAGES == 0\n",
                      "before_epilogue": "        - wait: {bar: k_done}\n"},
     "tile_sync": {"barriers": "  tile_done: {kind: named, warps: 8}\n", "after_tile": "      - sync: tile_done\n"},
+    "long_producer": {"after_producer": "      - for: {k: [k_end, k_end + 1]}\n        do:\n        - acquire: ab\n"},
 }  # fmt: skip
+PROBLEMS = {"long_producer": {"M": 2048, "N": 2048, "K": 448}}
+"""Problems where each mutation deadlocks (the others: M = N = 512, K = 448)."""
 
 
 def _without_the_balance_check(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -212,7 +229,7 @@ def test_what_the_check_refuses_the_simulation_finds_deadlocked(
 ) -> None:
     """The static claims agree with the simulator: each refused mutation, simulated, deadlocks."""
     path = _pingpong(tmp_path, name, **MUTATIONS[name])
-    problem = {"M": 512, "N": 512, "K": 448}
+    problem = PROBLEMS.get(name, {"M": 512, "N": 512, "K": 448})
     with pytest.raises(DeadlockError, match="found before simulating"):
         gpusim.predict(str(path), "h100", attribute=False, **problem)
     _without_the_balance_check(monkeypatch)

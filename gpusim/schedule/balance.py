@@ -23,6 +23,7 @@ the arch), chunked buffers, named barriers and turnstiles, and units whose loops
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,8 @@ def check_balance(sched: Schedule, arch: Arch | None = None) -> frozenset[str]:
     if not units:
         return frozenset()
     replay = _Replayer(sched)
+    if arch is not None:
+        replay.unit_counts = _units_per_cta(sched, arch)
     checked: set[str] | None = None
     try:
         for cunit in units:
@@ -161,6 +164,9 @@ class _Replayer:
         self.memo: dict[tuple, _Replica] = {}
         self.reads: dict[str, tuple[str, ...]] = {}
         self.relevant: dict[str, tuple[Stmt, ...]] = {}
+        self.unit_counts: set[int] = set()
+        """How many units the CTAs run (empty: unknown, without the arch)."""
+        self.dependent = _unit_dependent_names(sched)
         self.seen: dict[tuple, set[str]] = {}
         """Names checked for each combination of replays already checked (units that replay alike)."""
         self.producers = {b: _roles_with(sched, b, ("acquire", "commit")) for b in sched.buffers}
@@ -338,6 +344,8 @@ class _RoleRun:
     runs: list[_Replica]
     exactly_one: bool
     """Exactly one of ``runs`` runs the unit (replicas taking turns); else each of them does."""
+    takes: list[bool]
+    """Whether each of ``runs`` runs the unit in its tiles loop."""
 
 
 def _check_cluster_unit(sched: Schedule, replay: _Replayer, cunit: tuple[dict[str, Any], ...]) -> set[str]:
@@ -354,7 +362,7 @@ def _check_cluster_unit(sched: Schedule, replay: _Replayer, cunit: tuple[dict[st
                 break
             replicas, exactly_one = runners
             replayed = [replay.run(role, r, rank, unit if takes else None) for r, takes in replicas]
-            runs.append(_RoleRun(role, replayed, exactly_one))
+            runs.append(_RoleRun(role, replayed, exactly_one, [takes for _, takes in replicas]))
         per_rank.append(runs)
     alike = tuple(None if runs is None else tuple(id(r) for rr in runs for r in rr.runs) for runs in per_rank)
     if alike in replay.seen:
@@ -374,6 +382,7 @@ def _check_cluster_unit(sched: Schedule, replay: _Replayer, cunit: tuple[dict[st
                 continue
             runs = [rr for g in groups for rr in g]  # type: ignore[union-attr]
             exact = _check_ring(sched, replay, name, buf.consumer == "umma", runs, where) and exact
+            _check_leak(sched, replay, name, runs)
         if exact:
             checked.add(name)
     for name, bar in sched.barriers.items():
@@ -437,6 +446,57 @@ def _check_ring(sched: Schedule, replay: _Replayer, name: str, deferred_release:
             f"which {why}, so role {rr.role.name} blocks there forever (unit {where})"
         )
     return True
+
+
+def _check_leak(sched: Schedule, replay: _Replayer, name: str, runs: list[_RoleRun]) -> None:
+    """Refuse ring ``name`` if every unit leaves a stage that its consumers cannot release as often as the
+    ring expects (a producer that fills more than the consumers take): that ring slot is never free again,
+    and a CTA with enough units brings its producer round to it, where it blocks forever."""
+    producers = [rr for rr in runs if rr.role.name in replay.producers[name]]
+    consumers = [rr for rr in runs if rr.role.name in replay.consumers[name]]
+    if not replay.unit_counts or not producers or any(rr.exactly_one for rr in producers):
+        return
+    if any(replay.dependent & set(replay.reads[rr.role.name]) for rr in producers + consumers):
+        return  # what a unit does may differ between the units of a CTA
+    sequences = [[_key(o.tag) for o in _ops(r, ("acquire",), name)] for rr in producers for r in rr.runs]  # type: ignore[arg-type]
+    fills = sequences[0]
+    if not fills or any(s != fills for s in sequences):
+        return
+    expected = max(1, sum(1 if rr.exactly_one else sum(rr.takes) for rr in consumers))
+    keysets = {tuple(k for k, _ in tag) for tag in fills}
+    taking = [(rr.exactly_one, [_wait_counts(r, name, keysets) for r in rr.runs]) for rr in consumers]
+    copies = Counter(fills)
+    leaked = []
+    for tag, n in copies.items():
+        releases = 0  # at most one per wait that can take a stage with this tag
+        for exactly_one, counts in taking:
+            waits = [c[tag] for c in counts]
+            releases += max(waits) if exactly_one else sum(waits)
+        if releases < n * expected:
+            leaked.append(tag)
+    stages = sched.buffers[name].stages
+    units = max(replay.unit_counts)
+    if not leaked or (units - 1) * len(fills) < stages:
+        return
+    producer = producers[0].role.name
+    takers = ", ".join(sorted({rr.role.name for rr in consumers})) or "no role"
+    stage = {k: v for k, v in leaked[0] if k != "tile"}
+    raise DeadlockError(
+        f"{sched.name}: deadlock found before simulating: ring '{name}': role {producer} fills it {len(fills)} "
+        f"times per tile, but {len(leaked)} of those stages (the first {stage}) are never released by {takers}; "
+        f"each stays full for good, so a CTA that runs {units} work units runs out of the ring's {stages} "
+        f"stages and role {producer} blocks forever in acquire"
+    )
+
+
+def _wait_counts(run: _Replica, name: str, keysets: set[tuple]) -> Counter[tuple]:
+    """How many of ``run``'s waits on ring ``name`` can take a stage with each tag (projected on the keys
+    the stages are tagged with)."""
+    counts: Counter[tuple] = Counter()
+    for op in _ops(run, ("wait",), name):
+        for keys in keysets:
+            counts[tuple((k, op.tag.get(k, _MISSING)) for k in keys)] += 1  # type: ignore[union-attr]
+    return counts
 
 
 def _first_unsatisfied(run: _Replica, name: str, filled: dict[tuple, set[tuple]], track_frees: bool
@@ -544,8 +604,8 @@ def _check_barrier_phases(sched: Schedule, arch: Arch, replay: _Replayer, cunit:
     """A named barrier (or ``__syncthreads``) completes a phase each ``warps`` warps; when the warps all
     roles of a CTA bring to it over the whole kernel are not a multiple of that, its last phase never
     completes and the syncs in it block forever (typically after the last tile)."""
-    counts = _units_per_cta(sched, arch)
-    dependent = _unit_dependent_names(sched)
+    counts = replay.unit_counts
+    dependent = replay.dependent
     barriers = {name: bar.warps for name, bar in sched.barriers.items() if bar.kind == "named"}
     users = [r for r in sched.roles.values() if any(s.op == "syncthreads" for s, _ in walk(r.program))]
     if users:
