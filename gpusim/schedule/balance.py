@@ -47,6 +47,18 @@ class _GiveUp(Exception):
     """The replay cannot be exact (a step budget, an unevaluable expression): say nothing."""
 
 
+def _whole(value: Any) -> int:
+    """``int(value)`` for a finite number (the simulation reports anything else with its path)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value != value
+        or abs(value) == float("inf")
+    ):
+        raise _GiveUp
+    return int(value)
+
+
 @dataclass(frozen=True, slots=True)
 class _Op:
     """One synchronisation statement executed by a replayed role replica."""
@@ -201,6 +213,10 @@ class _Replayer:
         except GpusimError:
             raise _GiveUp from None
 
+    def _int(self, expr: Any, state: _State) -> int:
+        """A loop bound or count, truncated as the interpreter does (anything else: give up)."""
+        return _whole(self._eval(expr, state))
+
     def _block(self, stmts: tuple[Stmt, ...], state: _State) -> None:
         for stmt in stmts:
             if id(stmt) not in self.holding:
@@ -228,7 +244,7 @@ class _Replayer:
 
     def _for(self, stmt: Stmt, state: _State) -> None:
         args = stmt.args
-        start, stop = int(self._eval(args.start, state)), int(self._eval(args.stop, state))
+        start, stop = self._int(args.start, state), self._int(args.stop, state)
         if stop - start > MAX_REPLAY_STEPS:
             raise _GiveUp
         for value in range(start, stop):
@@ -256,7 +272,7 @@ class _Replayer:
             name = args.buf
         keep = 0
         if op == "release" and args.keep is not None:
-            keep = int(self._eval(args.keep, state))
+            keep = self._int(args.keep, state)
         state.out.ops.append(_Op(op, name, stmt, tag, state.in_tiles > 0, keep))
 
 
@@ -294,7 +310,10 @@ def _names_read(stmts: tuple[Stmt, ...], holding: set[int]) -> set[str]:
 
 def _tile_filters(sched: Schedule, role: Role, rank: int) -> list[tuple[int, int]] | None:
     """(every, offset) of each replica's tiles loop (as the engine reads it); None if not evaluable."""
-    tiles = next((s for s, _ in walk(role.program) if s.op == "tiles"), None)
+    loops = [s for s, _ in walk(role.program) if s.op == "tiles"]
+    if len(loops) > 1:
+        return None
+    tiles = loops[0] if loops else None
     filters = []
     for replica in range(role.replicas):
         env = {**sched.env, "r": replica, "cta_rank": rank}
@@ -302,9 +321,9 @@ def _tile_filters(sched: Schedule, role: Role, rank: int) -> list[tuple[int, int
             filters.append((1, 0))
             continue
         try:
-            every = 1 if tiles.args.every is None else int(tiles.args.every(env))
-            offset = 0 if tiles.args.offset is None else int(tiles.args.offset(env))
-        except GpusimError:
+            every = 1 if tiles.args.every is None else _whole(tiles.args.every(env))
+            offset = 0 if tiles.args.offset is None else _whole(tiles.args.offset(env))
+        except (GpusimError, _GiveUp):
             return None
         if every < 1 or offset < 0:
             return None
