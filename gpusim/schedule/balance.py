@@ -2,22 +2,28 @@
 
 A consumer's ``wait`` takes the stage whose loop tag (``tile``, ``k``, ...) matches its own; a stage
 is filled once, by the producers' ``acquire`` with that tag, and once every consumer of the tile has
-released it, that tag is gone for good. So, for a real work unit, replaying only the synchronisation
-statements of the role programs (loops, guards, ``acquire``, ``wait``, ``release``, ``arrive``) with
-the unit's fields, without simpy, shows waits that no timing can satisfy:
+released it, that tag is gone for good. So, for real work units (the corners, edges and middle of the
+grid), replaying only the synchronisation statements of the role programs (loops, guards, ``acquire``,
+``wait``, ``release``, ``arrive``, ``sync``) with the unit's fields, without simpy, shows what no
+timing can satisfy:
 
-- a wait for a stage of a ring that no role fills in that unit (a consumer that waits more times per
-  tile than the producers fill, a producer loop one short, a wait on a ring fed only under a guard
-  that is false for this problem);
+- a wait for a stage of a ring that no role fills in the unit (a consumer that waits more times per
+  tile than the producers fill, a producer loop one short, a ring fed only under a guard that is
+  false for this problem);
 - a wait for a stage that its only consumer has already released;
-- a wait on an event barrier for its own tile, when fewer arrivals come per tile than its count.
+- a wait on an event barrier for its own tile when fewer arrivals come per tile than its count;
+- a stage filled every tile that the consumers cannot release as often as the ring expects: its slot
+  stays full for good, and a CTA that runs enough units brings its producer round to it (the units per
+  CTA follow from the arch's SMs, as the tile scheduler deals them);
+- a named barrier or ``__syncthreads`` whose warps over a CTA's whole kernel are not a multiple of the
+  barrier's count: its last phase never completes (typically after the last tile).
 
-These are found in the first unit that shows them, so a deadlock at the end of a 65536^3 kernel costs
-what one unit's loops cost, not the whole simulation. Whatever the replay cannot pin down is left to
-the simulator, which reports every deadlock: statements whose loops, guards or stage tags read the
+The cost is one unit's loops, whatever the problem size. Whatever the replay cannot pin down it leaves
+to the simulator, which reports every deadlock: statements whose loops, guards or stage tags read the
 tile ordinal, ring or barrier statements outside the tiles loop of a persistent kernel, roles whose
-replicas split the tiles other than evenly, stream-K and split-KV work plans (their units depend on
-the arch), chunked buffers, named barriers and turnstiles, and units whose loops exceed a step budget.
+replicas split the tiles other than evenly, per-CTA counts that depend on the unit (causal attention),
+stream-K and split-KV work plans, chunked buffers, turnstiles, barriers with non-blocking arrivals,
+deadlocks that depend on the order of events, and units whose loops exceed a step budget.
 """
 
 from __future__ import annotations
@@ -610,11 +616,15 @@ def _units_per_cta(sched: Schedule, arch: Arch) -> set[int]:
 
 
 def _unit_dependent_names(sched: Schedule) -> set[str]:
-    """Names whose values differ between the units of one CTA."""
+    """Names whose values may differ between the units of one CTA: the grid coordinates, the split, and
+    the fields that read them (a field of problem sizes alone is the same in every unit)."""
     launch = sched.launch
-    names = {d for d, _ in launch.grid} | set(launch.fields) | {"tile"}
+    names = {d for d, _ in launch.grid} | {"tile"}
     if launch.scheduler == "split_k" and launch.splits > 1:
         names |= {"split", "is_last_split", "is_first_split", "k_begin", "k_end", "k_iters"}
+    for name, expr in launch.fields.items():
+        if expr.names & names:
+            names.add(name)
     return names
 
 
