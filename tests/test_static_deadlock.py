@@ -365,3 +365,15 @@ def test_the_check_never_refuses_a_mutation_the_simulation_runs(case: tuple[str,
             assume(False)
         refused = _statically_refused(sched, arch)
         assert refused is None or _simulation_fails(sched, arch), str(refused)
+
+
+def test_a_consumer_that_releases_a_stage_twice_gets_a_report_not_a_traceback(tmp_path: Path) -> None:
+    """Found by the mutation sweep: FA4's epilogue waiting twice for the O staging buffer released it twice,
+    which freed the ring slot twice and crashed a later commit (AttributeError); now a deadlock report."""
+    text = (SCHEDULES / "attn_fa4_fwd.yaml").read_text()
+    line = "        - wait: {buf: osm, at: {n: NB}}\n"
+    assert text.count(line) == 1
+    path = tmp_path / "attn_fa4_fwd.yaml"
+    path.write_text(text.replace(line, line + line))
+    with pytest.raises(DeadlockError, match=r"deadlock at t=.*\(waiting for stage .* of 'osm'"):
+        gpusim.predict(str(path), "b200", batch=2, heads=16, seqlen_q=512, attribute=False)
