@@ -128,7 +128,9 @@ def _operand_traffic_us(sched: Schedule, arch: Arch) -> float:
     env = sched.env
     bm, bn = env.get("BM", env.get("BLOCK_M")), env.get("BN", env.get("BLOCK_N"))
     elem_bytes = env.get("elem_bytes")
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in (bm, bn, elem_bytes)):
+    if not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in (bm, bn, elem_bytes)
+    ):
         return 0.0
     cluster_m, cluster_n = env.get("CLUSTER_M", 1), env.get("CLUSTER_N", 1)
     if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (cluster_m, cluster_n)):

@@ -129,7 +129,9 @@ def test_split_k_workspace_counts_in_the_lower_bound_and_never_exceeds_the_simul
         bound = lower_bound_us(sched, arch, equal_units=True)
         assert bound <= predict_resolved(sched, arch, attribute=False).time_us
         partial_bytes = 2 * (splits - 1) * 1024 * 1024 * 4
-        hbm_bytes_per_us = arch.memory.hbm_bandwidth_bytes_per_s * arch.calibration.hbm_bandwidth_fraction / 1e6
+        hbm_bytes_per_us = (
+            arch.memory.hbm_bandwidth_bytes_per_s * arch.calibration.hbm_bandwidth_fraction / 1e6
+        )
         assert bound >= partial_bytes / hbm_bytes_per_us
         bounds.append(bound)
     assert bounds[1] < bounds[2]

@@ -21,17 +21,6 @@ from gpusim.yamlio import read_yaml_mapping
 MIN_STATEMENTS = 4
 """Runs shorter than this (a wait and a release, a guard and a store) are idioms, not copies."""
 
-# Copies that sit in schedules the `coverage` branch is converting to the composed format while this
-# check lands (gemm_simt_fp32, gemm_tf32, gemm_streamk, attn_decode_splitkv, attn_fa3_bwd,
-# attn_bwd_preprocess/postprocess, attn_fa4*): each pair of files named here may share runs until
-# that conversion is merged; remove the entries then. Every other copy fails.
-PENDING_CONVERSION: frozenset[frozenset[str]] = frozenset(
-    {
-        frozenset({"gemm_cp_async", "gemm_tf32"}),  # the cp.async mainloop
-        frozenset({"gemm_simt_fp32", "gemm_sync"}),  # the ldg -> sts prologue and prefetch
-    }
-)
-
 
 def _weight(statement: Any) -> int:
     """Statements in ``statement``, counting those nested in its bodies."""
@@ -103,13 +92,8 @@ def copied_runs(files: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
     return copies
 
 
-def _pending(copy: tuple[str, str, str]) -> bool:
-    files = frozenset(place.split(":")[0] for place in copy[:2])
-    return files in PENDING_CONVERSION
-
-
 def test_no_role_body_is_copied() -> None:
-    copies = [c for c in copied_runs(_shipped_files()) if not _pending(c)]
+    copies = copied_runs(_shipped_files())
     assert not copies, "copied statements (make a template in schedules/parts or the file's templates):\n" + (
         "\n".join(f"{a} ~ {b}: {text[:160]}" for a, b, text in copies[:10])
     )
@@ -128,9 +112,3 @@ def test_a_copied_body_is_found(nested: bool) -> None:
     assert copies and {copies[0][0].split(":")[0], copies[0][1].split(":")[0]} == {"one", "two"}
     short = {name: {"roles": {"r": {"warps": 1, "program": run[:2]}}} for name in ("one", "two")}
     assert copied_runs(short) == []
-
-
-def test_the_pending_list_names_shipped_schedules() -> None:
-    """An entry for a schedule that no longer exists is stale."""
-    names = set(_shipped_files())
-    assert all(name in names for pair in PENDING_CONVERSION for name in pair)
