@@ -108,6 +108,8 @@ def check_balance(sched: Schedule, arch: Arch | None = None) -> frozenset[str]:
             checked = (checked or set()) | _check_barrier_phases(sched, arch, replay, units[0])
     except _GiveUp:
         return frozenset()
+    except (LookupError, ArithmeticError, TypeError, ValueError, RecursionError):
+        return frozenset()  # an early report only: whatever the replay cannot follow, the simulation reports
     return frozenset(checked or ())
 
 
@@ -279,6 +281,8 @@ class _Replayer:
         keep = 0
         if op == "release" and args.keep is not None:
             keep = self._int(args.keep, state)
+            if keep < 0:
+                raise _GiveUp  # the simulation refuses it with the statement's path
         state.out.ops.append(_Op(op, name, stmt, tag, state.in_tiles > 0, keep))
 
 
