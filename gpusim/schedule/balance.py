@@ -446,6 +446,8 @@ def _check_ring(sched: Schedule, replay: _Replayer, name: str, deferred_release:
         return False
     producers = [rr for rr in runs if rr.role.name in replay.producers[name]]
     consumers = [rr for rr in runs if rr.role.name in replay.consumers[name]]
+    if any(_commits_first(r, name) for rr in producers for r in rr.runs):
+        return False  # the simulation refuses a commit without an acquire, a clearer report than a deadlock
     filled: dict[tuple, set[tuple]] = {}
     fills: dict[str, int] = {}
     once = True
@@ -516,6 +518,12 @@ def _check_leak(sched: Schedule, replay: _Replayer, name: str, runs: list[_RoleR
         f"each stays full for good, so a CTA that runs {units} work units runs out of the ring's {stages} "
         f"stages and role {producer} blocks forever in acquire"
     )
+
+
+def _commits_first(run: _Replica, name: str) -> bool:
+    """Whether ``run`` commits ring ``name`` before it has acquired any stage of it."""
+    first = next((o.op for o in _ops(run, ("acquire", "commit"), name)), None)
+    return first == "commit"
 
 
 def _wait_counts(run: _Replica, name: str, keysets: set[tuple]) -> Counter[tuple]:
