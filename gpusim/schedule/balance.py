@@ -38,7 +38,7 @@ from gpusim.errors import DeadlockError, GpusimError
 from gpusim.schedule.ir import Role, Schedule
 from gpusim.schedule.program import Stmt, walk
 
-MAX_REPLAY_STEPS = 200_000
+MAX_REPLAY_STEPS = 100_000
 """Statements the replay may execute over all sampled units before it gives up and says nothing."""
 MAX_SAMPLED_UNITS = 256
 """Cluster units sampled from the grid (its corners, edges and middle along every dimension)."""
@@ -86,6 +86,15 @@ class _Replica:
     role: str
     replica: int
     ops: list[_Op] = field(default_factory=list)
+    _by_name: dict[str, list[_Op]] | None = None
+
+    def on(self, name: str) -> list[_Op]:
+        """The ops on ring or barrier ``name``, in order."""
+        if self._by_name is None:
+            self._by_name = {}
+            for op in self.ops:
+                self._by_name.setdefault(op.name, []).append(op)
+        return self._by_name.get(name, [])
 
 
 def check_balance(sched: Schedule, arch: Arch | None = None) -> frozenset[str]:
@@ -182,6 +191,7 @@ class _Replayer:
         self.sched = sched
         self.steps = 0
         self.memo: dict[tuple, _Replica] = {}
+        self.plans: dict[int, _SyncPlan] = {}
         self.reads: dict[str, tuple[str, ...]] = {}
         self.relevant: dict[str, tuple[Stmt, ...]] = {}
         self.unit_counts: set[int] = set()
@@ -261,15 +271,38 @@ class _Replayer:
         state.loop.pop(args.var, None)
 
     def _sync(self, stmt: Stmt, state: _State) -> None:
+        plan = self.plans.get(id(stmt))
+        if plan is None:
+            plan = self.plans[id(stmt)] = _SyncPlan.of(stmt)
+        tag: dict[str, Any] | None = None
+        if not plan.names_tile:
+            tag = dict(state.loop)
+            for key, expr in plan.at:
+                tag[key] = self._eval(expr, state)
+        keep = 0
+        if plan.keep is not None:
+            keep = self._int(plan.keep, state)
+            if keep < 0:
+                raise _GiveUp  # the simulation refuses it with the statement's path
+        state.out.ops.append(_Op(plan.op, plan.name, stmt, tag, state.in_tiles > 0, keep))
+
+
+@dataclass(frozen=True, slots=True)
+class _SyncPlan:
+    """What replaying one synchronisation statement needs, read once from its typed arguments."""
+
+    op: str
+    name: str
+    at: tuple[tuple[str, Any], ...]
+    names_tile: bool
+    """Its ``at:`` sets or reads the tile ordinal (the stage it names cannot be known statically)."""
+    keep: Any
+
+    @staticmethod
+    def of(stmt: Stmt) -> _SyncPlan:
         args = stmt.args
         op = stmt.op
-        at = getattr(args, "at", {})
-        tag: dict[str, Any] | None = dict(state.loop)
-        if "tile" in at or any("tile" in e.names for e in at.values()):
-            tag = None
-        else:
-            for key, expr in at.items():
-                tag[key] = self._eval(expr, state)
+        at = tuple(args.at.items()) if op in ("wait", "arrive") else ()
         if op == "wait" and args.bar is not None:
             op, name = "wait_event", args.bar
         elif op in ("arrive", "sync"):
@@ -278,12 +311,9 @@ class _Replayer:
             name = SYNCTHREADS
         else:
             name = args.buf
-        keep = 0
-        if op == "release" and args.keep is not None:
-            keep = self._int(args.keep, state)
-            if keep < 0:
-                raise _GiveUp  # the simulation refuses it with the statement's path
-        state.out.ops.append(_Op(op, name, stmt, tag, state.in_tiles > 0, keep))
+        names_tile = any(key == "tile" or "tile" in expr.names for key, expr in at)
+        keep = args.keep if op == "release" else None
+        return _SyncPlan(op, name, at, names_tile, keep)
 
 
 @dataclass
@@ -428,7 +458,7 @@ def _check_cluster_unit(sched: Schedule, replay: _Replayer, cunit: tuple[dict[st
 
 
 def _ops(run: _Replica, names: tuple[str, ...], name: str) -> list[_Op]:
-    return [o for o in run.ops if o.op in names and o.name == name]
+    return [o for o in run.on(name) if o.op in names]
 
 
 def _dynamic(ops: list[_Op], persistent: bool) -> bool:
@@ -541,9 +571,7 @@ def _first_unsatisfied(run: _Replica, name: str, filled: dict[tuple, set[tuple]]
     """The first wait of ``run`` on ring ``name`` that no filled stage (tags by their keys) satisfies."""
     held: list[tuple] = []
     freed: set[tuple] = set()
-    for op in run.ops:
-        if op.name != name:
-            continue
+    for op in run.on(name):
         if op.op == "wait":
             matches = []
             for keys, tags in filled.items():
@@ -674,11 +702,7 @@ def _phase_balance(sched: Schedule, replay: _Replayer, name: str, warps: int, ra
         if filters is None or dependent & set(replay.reads[role.name]):
             return False
         for replica, (every, offset) in enumerate(filters):
-            ops = [
-                o
-                for o in replay.run(role, replica, rank, unit).ops
-                if o.name == name and o.op != "wait_event"
-            ]
+            ops = [o for o in replay.run(role, replica, rank, unit).on(name) if o.op != "wait_event"]
             if any(o.op == "arrive" for o in ops):
                 return False
             per_unit = sum(1 for o in ops if o.in_tiles)
