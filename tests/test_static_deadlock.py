@@ -200,6 +200,17 @@ def test_a_producer_filling_a_stage_no_consumer_takes_is_refused_before_simulati
         gpusim.predict(str(path), "h100", M=size, N=size, K=size, attribute=False)
 
 
+def test_a_final_barrier_one_warp_too_many_reach_is_refused_before_simulating(
+    tmp_path: Path, no_simulation: None
+) -> None:
+    """After their last tiles the producer warp and both math warpgroups sync on an 8-warp barrier: 9 warps
+    arrive, the phase completes with 8 of them and the ninth waits for ever, at the end of the kernel."""
+    path = _pingpong(tmp_path, "final_sync_9", **MUTATIONS["final_sync_9"])
+    with pytest.raises(DeadlockError, match=r"named barrier 'final' completes a phase every 8 warps, but a CTA "
+                                            r"that runs \d+ work units brings it 9 warps \(producer syncs 1 times"):  # fmt: skip
+        gpusim.predict(str(path), "h100", M=65536, N=65536, K=65536, attribute=False)
+
+
 def test_the_same_barrier_with_an_even_number_of_tiles_everywhere_runs(tmp_path: Path) -> None:
     path = _pingpong(tmp_path, "tile_sync", **MUTATIONS["tile_sync"])
     assert gpusim.predict(str(path), "h100", M=11 * 128, N=12 * 256, K=512, attribute=False).time_us > 0
@@ -213,6 +224,8 @@ MUTATIONS: dict[str, dict[str, str]] = {
                      "after_producer": "      - arrive: k_done\n        if: KT % STAGES == 0\n",
                      "before_epilogue": "        - wait: {bar: k_done}\n"},
     "tile_sync": {"barriers": "  tile_done: {kind: named, warps: 8}\n", "after_tile": "      - sync: tile_done\n"},
+    "final_sync_9": {"barriers": "  final: {kind: named, warps: 8}\n", "after_producer": "    - sync: final\n",
+                     "after_tile": "    - sync: final\n"},
     "long_producer": {"after_producer": "      - for: {k: [k_end, k_end + 1]}\n        do:\n        - acquire: ab\n"},
 }  # fmt: skip
 PROBLEMS = {"long_producer": {"M": 2048, "N": 2048, "K": 448}}
