@@ -16,7 +16,8 @@ timing can satisfy:
   stays full for good, and a CTA that runs enough units brings its producer round to it (the units per
   CTA follow from the arch's SMs, as the tile scheduler deals them);
 - a named barrier or ``__syncthreads`` whose warps over a CTA's whole kernel are not a multiple of the
-  barrier's count: its last phase never completes (typically after the last tile).
+  barrier's count (roles of one size that divides it): its last phase never completes (typically after
+  the last tile).
 
 The cost is one unit's loops, whatever the problem size. Whatever the replay cannot pin down it leaves
 to the simulator, which reports every deadlock: statements whose loops, guards or stage tags read the
@@ -670,9 +671,10 @@ def _unit_dependent_names(sched: Schedule) -> set[str]:
 
 def _check_barrier_phases(sched: Schedule, arch: Arch, replay: _Replayer, cunit: tuple[dict[str, Any], ...]
                           ) -> set[str]:  # fmt: skip
-    """A named barrier (or ``__syncthreads``) completes a phase each ``warps`` warps; when the warps all
-    roles of a CTA bring to it over the whole kernel are not a multiple of that, its last phase never
-    completes and the syncs in it block forever (typically after the last tile)."""
+    """A named barrier (or ``__syncthreads``) completes a phase each ``warps`` warps; when roles of equal
+    warp counts that divide it bring, over a CTA's whole kernel, a number of warps that is not a multiple
+    of it, the last phase never completes and the syncs in it block forever (typically after the last
+    tile). Roles of different sizes can overshoot a phase, so their totals say nothing."""
     counts = replay.unit_counts
     dependent = replay.dependent
     barriers = {name: bar.warps for name, bar in sched.barriers.items() if bar.kind == "named"}
@@ -707,6 +709,10 @@ def _phase_balance(sched: Schedule, replay: _Replayer, name: str, warps: int, ra
                 return False
             per_unit = sum(1 for o in ops if o.in_tiles)
             brought.append((role.name, replica, role.warps, len(ops) - per_unit, per_unit, every, offset))
+    sizes = {w for _, _, w, _, _, _, _ in brought}
+    if len(sizes) != 1 or warps % next(iter(sizes)):
+        return False  # an arrival that overshoots a phase carries warps no sync waits for: only totals of
+        # equal arrivals that divide the barrier's count tell whether the last phase has a waiter
     for n in sorted(counts):
         syncs = [(role, rep, w, once + per_unit * len(range(offset, n, every)))
                  for role, rep, w, once, per_unit, every, offset in brought]  # fmt: skip
