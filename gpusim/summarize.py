@@ -62,7 +62,7 @@ def summarize(
     sms_total = arch.sm_count
     util: dict[str, float] = {}
     for pipe in UTILIZATION_PIPES:
-        busy = sum(sm.servers[pipe].busy_ns * sm.weight for sm in run.sms)
+        busy = sum(sm.pipe_busy_ns(pipe) * sm.weight for sm in run.sms)
         util[pipe] = busy / (sms_total * kernel_ns)
     tma_busy = sum(sm.ingress.busy_ns * sm.weight for sm in run.sms if sm.ingress is not None)
     util["tma"] = tma_busy / (sms_total * kernel_ns)

@@ -63,3 +63,17 @@ def test_the_reference_documents_every_op_and_field() -> None:
         assert f"#### `{op}`" in text
         for name, *_ in fields:
             assert f"| `{name}` |" in text, (op, name)
+
+
+def test_the_schema_accepts_null_removal_and_still_checks_values() -> None:
+    """A schedule that extends another may drop an inherited entry with ``null`` (compose.merge); the
+    editor schema accepts that, and still refuses a wrong value."""
+    import jsonschema
+    import yaml
+
+    schema = schedule_json_schema()
+    dropping = yaml.safe_load("extends: gemm_ws_pingpong\nbuffers: {c: null}\nmixes: {convert: null}\n")
+    jsonschema.validate(dropping, schema)
+    wrong = yaml.safe_load("extends: gemm_ws_pingpong\nbuffers: {c: {space: nowhere}}\n")
+    with pytest.raises(jsonschema.ValidationError, match="nowhere"):
+        jsonschema.validate(wrong, schema)

@@ -109,11 +109,24 @@ def _classify_with_jumps(
     return out
 
 
+def _saturated(servers: list[Any]) -> list[Interval]:
+    """When a pipe is saturated: its one server busy, or every SM sub-partition that used it busy at once
+    (one warp's work on one SMSP does not make the SM's pipe the bottleneck while others idle)."""
+    busy = [merge((s.start_ns, s.end_ns) for s in srv.spans or []) for srv in servers]
+    used = [b for b in busy if b]
+    if not used:
+        return []
+    out = used[0]
+    for other in used[1:]:
+        out = subtract(out, subtract(out, other))
+    return out
+
+
 def _classify_detailed(run: SimRun, sm_index: int, lo: float, hi: float) -> dict[str, float]:
     sm = run.sms[sm_index]
 
     def server(*pipes: str) -> list[Interval]:
-        return merge((s.start_ns, s.end_ns) for p in pipes for s in sm.servers[p].spans or [])
+        return merge(a for p in pipes for a in _saturated(sm.pipe_servers(p)))
 
     ports = merge((a, b) for p in (sm.ingress, sm.egress) if p is not None for a, b, _ in p.spans or [])
     mem_labels = _memory_wait_labels(run)

@@ -13,6 +13,7 @@ import numpy as np
 
 from gpusim.errors import InputError
 from gpusim.sim.engine import SimRun
+from gpusim.sim.hardware import PIPES
 
 Span = tuple[float, float, str]
 
@@ -84,7 +85,9 @@ def agent_lanes(run: SimRun, sm_index: int) -> list[Lane]:
             elif pipe == "egress":
                 spans.extend(sm.egress.spans or [])  # type: ignore[union-attr]
             else:
-                spans.extend((s.start_ns, s.end_ns, s.name) for s in sm.servers[pipe].spans or [])
+                spans.extend(
+                    (s.start_ns, s.end_ns, s.name) for srv in sm.pipe_servers(pipe) for s in srv.spans or []
+                )
         if spans:
             lanes.append(Lane(label, "agent", sorted(spans), color_kind=kind))
     return lanes
@@ -130,7 +133,7 @@ def sm_end_ns(run: SimRun, sm_index: int) -> float:
 def sm_busy_ns(run: SimRun, sm_index: int) -> float:
     """Total busy time of the SM's agents (tensor, pipes, LSU, ports): how loaded the group is."""
     sm = run.sms[sm_index]
-    busy = sum(s.busy_ns for s in sm.servers.values() if s.name != "issue")
+    busy = sum(sm.pipe_busy_ns(pipe) for pipe in PIPES if pipe != "issue")
     return busy + sum(p.busy_ns for p in (sm.ingress, sm.egress) if p is not None)
 
 

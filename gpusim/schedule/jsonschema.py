@@ -31,7 +31,30 @@ def schedule_json_schema() -> dict[str, Any]:
     schema = AuthoredScheduleSpec.model_json_schema(
         mode="validation", by_alias=True, schema_generator=_Generator
     )
+    _allow_null_removal(schema)
     return {"$schema": SCHEMA_DIALECT, "title": "gpusim schedule", **_without_title(schema)}
+
+
+def _allow_null_removal(node: Any, top: bool = True) -> None:
+    """``null`` removes an inherited key (gpusim.schedule.compose.merge): allowed as the value of every
+    entry of a mapping (params, buffers, mixes, roles, launch fields ...) and of every top-level key."""
+    if isinstance(node, dict):
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict) and extra:
+            node["additionalProperties"] = {"anyOf": [extra, {"type": "null"}]}
+        if top:
+            for name, prop in list(node.get("properties", {}).items()):
+                if name != "$schema":
+                    node["properties"][name] = {"anyOf": [prop, {"type": "null"}]}
+        for key, value in node.items():
+            if key != "properties" or not top:
+                _allow_null_removal(value, top=False)
+            else:
+                for prop in value.values():
+                    _allow_null_removal(prop, top=False)
+    elif isinstance(node, list):
+        for item in node:
+            _allow_null_removal(item, top=False)
 
 
 def arch_json_schema() -> dict[str, Any]:

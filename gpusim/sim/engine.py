@@ -123,23 +123,25 @@ class _Builder:
         sms = [SimSM(self.env, len(self.sms) + i, group.weight, self.rates, self.net, record_spans=self.record)
                for i in range(csize)]  # fmt: skip
         self.sms.extend(sms)
-        for _p, slot in enumerate(group.slots):
+        warps_per_cta = sum(r.warps * r.replicas for r in sched.roles.values())
+        for position, slot in enumerate(group.slots):
             if not slot:
                 continue
+            first_warp = position * warps_per_cta
             if sched.launch.persistent:
-                self._launch_cluster(sms, list(slot), wave_offset=0)
+                self._launch_cluster(sms, list(slot), wave_offset=0, first_warp=first_warp)
             else:
-                process = self.env.process(self._grid_slot(sms, list(slot)))
+                process = self.env.process(self._grid_slot(sms, list(slot), first_warp))
                 if self.ff is not None:
                     self.ff.add_process(process)
 
-    def _grid_slot(self, sms: list[SimSM], slot: list[ClusterUnit]):
+    def _grid_slot(self, sms: list[SimSM], slot: list[ClusterUnit], first_warp: int):
         for wave, cunit in enumerate(slot):
-            procs = self._launch_cluster(sms, [cunit], wave_offset=wave)
+            procs = self._launch_cluster(sms, [cunit], wave_offset=wave, first_warp=first_warp)
             yield self.env.all_of(procs)
 
     def _launch_cluster(
-        self, sms: list[SimSM], cunits: list[ClusterUnit], wave_offset: int
+        self, sms: list[SimSM], cunits: list[ClusterUnit], wave_offset: int, first_warp: int = 0
     ) -> list[simpy.Process]:
         sched = self.sched
         csize = sched.launch.cluster_size
@@ -155,6 +157,7 @@ class _Builder:
                 wave_offset=wave_offset,
                 miss=self.miss,
                 memo=self.memo,
+                first_warp=first_warp,
             )
             if pair:
                 base = rank - rank % 2

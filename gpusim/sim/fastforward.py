@@ -192,6 +192,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "blocked_on",
             "finished",
             "warps",
+            "smsp_warps",
             "sm_fraction",
             "name",
             "_lookahead",
@@ -210,6 +211,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "rank",
             "units",
             "wave_offset",
+            "first_warp",
             "miss",
             "rings",
             "chunks",
@@ -326,6 +328,8 @@ class FastForward:
     _dyn_cache: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     _checked: bool = False
     _verdicts: dict[tuple, tuple[int, int]] = field(default_factory=dict)
+    _acc_handles: tuple[int, list[tuple[Any, str]]] | None = None
+    """The accumulator handles (``_accumulators``) for the SM count they were built for."""
     """Checks of recorded reads over skipped periods: key -> (periods checked, periods that held)."""
     live_rings: list[StageRing] = field(default_factory=list)
     """The rings of CTAs with a role still running (``rings`` keeps every ring the run built)."""
@@ -633,7 +637,11 @@ class FastForward:
 
 
 def _accumulators(ff: FastForward) -> list[tuple[Any, str]]:
-    """Every counter that only accumulates (never read by the dynamics), in a fixed order."""
+    """Every counter that only accumulates (never read by the dynamics), in a fixed order (built once per
+    set of SMs: the SMs and their servers never change during a simulation)."""
+    cached = ff._acc_handles
+    if cached is not None and cached[0] == len(ff.sms):
+        return cached[1]
     out: list[tuple[Any, str]] = []
     for sm in ff.sms:
         out.append((sm, "tensor_flops"))
@@ -648,6 +656,7 @@ def _accumulators(ff: FastForward) -> list[tuple[Any, str]]:
         (net, "l2_read_bytes"),
         (net, "l2_write_bytes"),
     ]
+    ff._acc_handles = (len(ff.sms), out)
     return out
 
 

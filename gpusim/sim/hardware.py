@@ -14,6 +14,23 @@ from gpusim.sim.memory import FlowNetwork, Port, Transfer
 from gpusim.sim.servers import FifoServer
 
 PIPES = ("tensor", "fp32", "sfu", "cvt", "int", "issue", "lsu", "tmem")
+SUB_PARTITIONED_PIPES = ("fp32", "sfu", "cvt", "int", "issue")
+"""Pipes that each SM sub-partition (SMSP) has its own quarter of, behind its own warp scheduler: a warp
+drives only its SMSP's share. ``servers`` holds one server per SMSP for these (``fp32.0`` ...)."""
+
+
+def sub_server_name(pipe: str, smsp: int) -> str:
+    """The name of SMSP ``smsp``'s server of ``pipe``."""
+    return f"{pipe}.{smsp}"
+
+
+def warps_per_smsp(first_warp: int, warps: int, smsps: int) -> tuple[int, ...]:
+    """How many of the warps ``first_warp .. first_warp + warps - 1`` of an SM sit on each sub-partition
+    (warp slot w on SMSP w mod smsps, as the hardware assigns them)."""
+    counts = [warps // smsps] * smsps
+    for w in range(first_warp + warps - warps % smsps, first_warp + warps):
+        counts[w % smsps] += 1
+    return tuple(counts)
 
 
 @dataclass(frozen=True)
@@ -95,7 +112,14 @@ class SimSM:
 
     def __post_init__(self) -> None:
         for pipe in PIPES:
-            self.servers[pipe] = FifoServer(self.env, pipe, 1.0, spans=[] if self.record_spans else None)
+            if pipe in SUB_PARTITIONED_PIPES:
+                for smsp in range(self.smsps):
+                    name = sub_server_name(pipe, smsp)
+                    self.servers[name] = FifoServer(
+                        self.env, name, 1.0, spans=[] if self.record_spans else None
+                    )
+            else:
+                self.servers[pipe] = FifoServer(self.env, pipe, 1.0, spans=[] if self.record_spans else None)
         cap = self.rates.port_bytes_per_ns
         self.ingress = Port(
             self.net, f"sm{self.index}.in", cap, self.weight, spans=[] if self.record_spans else None
@@ -103,6 +127,23 @@ class SimSM:
         self.egress = Port(
             self.net, f"sm{self.index}.out", cap, self.weight, spans=[] if self.record_spans else None
         )
+
+    @property
+    def smsps(self) -> int:
+        """Sub-partitions (warp schedulers) of the SM."""
+        return self.rates.arch.sm.warp_schedulers_per_sm
+
+    def pipe_servers(self, pipe: str) -> list[FifoServer]:
+        """The servers of ``pipe``: one per SMSP for a sub-partitioned pipe, else the SM's one."""
+        if pipe in SUB_PARTITIONED_PIPES:
+            return [self.servers[sub_server_name(pipe, j)] for j in range(self.smsps)]
+        return [self.servers[pipe]]
+
+    def pipe_busy_ns(self, pipe: str) -> float:
+        """Busy time of ``pipe`` as a share of the whole SM's pipe (a sub-partitioned pipe: the mean
+        over its SMSPs)."""
+        servers = self.pipe_servers(pipe)
+        return sum(s.busy_ns for s in servers) / len(servers)
 
     # ---- the cost model: what each kind of work charges to this SM's agents ------------------------
 
@@ -179,11 +220,13 @@ class SimSM:
             self.tensor_flops += flops
         return self.env.timeout(end - self.env.now), False
 
-    def cuda(self, elems: float, mix: Mapping[str, float], *, warps: int, label: str) -> simpy.Event:
-        """CUDA-core work: ``elems`` elements, each costing ``mix`` operations per pipe; ends when the
-        busiest pipe is done."""
+    def cuda(
+        self, elems: float, mix: Mapping[str, float], *, smsp_warps: tuple[int, ...], label: str
+    ) -> simpy.Event:
+        """CUDA-core work: ``elems`` elements, each costing ``mix`` operations per pipe, spread evenly over
+        the issuing warps, of which ``smsp_warps[j]`` sit on sub-partition j; each SMSP serves its share at
+        a quarter of the SM's rate (its own pipes and warp scheduler). Ends when the busiest is done."""
         r = self.rates
-        share = self.pipe_share(warps)
         demands = {
             "fp32": elems * mix.get("fp32", 0.0) / r.fp32_ops_per_ns,
             "sfu": elems * mix.get("ex2", 0.0) / r.ex2_per_ns,
@@ -191,9 +234,15 @@ class SimSM:
             "int": elems * mix.get("int", 0.0) / r.int_per_ns,
             "issue": elems * sum(mix.values()) / r.issue_lane_ops_per_ns,
         }
+        warps = sum(smsp_warps)
+        smsps = len(smsp_warps)
         end = self.env.now
         for pipe, duration in demands.items():
-            if duration > 0:
-                _, finish = self.servers[pipe].reserve(duration / share, label=label)
-                end = max(end, finish)
+            if duration <= 0:
+                continue
+            for smsp, count in enumerate(smsp_warps):
+                if count:
+                    server = self.servers[sub_server_name(pipe, smsp)]
+                    _, finish = server.reserve(duration * smsps * count / warps, label=label)
+                    end = max(end, finish)
         return self.env.timeout(end - self.env.now)

@@ -12,6 +12,7 @@ import simpy
 
 from gpusim.errors import InputError
 from gpusim.schedule.program import Stmt
+from gpusim.sim.hardware import warps_per_smsp
 from gpusim.sim.sync import (
     ChunkBuffer,
     Credit,
@@ -55,6 +56,8 @@ class Cta:
     memo: dict[tuple, Any] = field(default_factory=dict)
     """Values of program expressions by the values of the names they read (shared by the CTAs of one
     simulation; a cache, not state: expressions are pure)."""
+    first_warp: int = 0
+    """The SM warp slot of this CTA's first warp (CTA position on the SM x warps per CTA)."""
 
     def miss_fraction(self, operand: str | None, tile: int) -> float:
         """Fraction of an operand's bytes that come from HBM in this tile's wave."""
@@ -80,6 +83,16 @@ class LoopFrame:
     """Set by the fast-forward once no further whole period fits in this loop instance."""
 
 
+def _warp_offset(sched: Schedule, role: Role, replica: int) -> int:
+    """The CTA warp index of a role replica's first warp: roles in file order, replicas in turn."""
+    offset = 0
+    for other in sched.roles.values():
+        if other is role:
+            return offset + replica * role.warps
+        offset += other.warps * other.replicas
+    return offset
+
+
 class RoleRunner:
     """Interprets one role replica's program on one CTA."""
 
@@ -98,6 +111,9 @@ class RoleRunner:
         self.blocked_on = "starting"
         self.finished = False
         self.warps = role.warps
+        self.smsp_warps = warps_per_smsp(cta.first_warp + _warp_offset(cta.sched, role, replica), role.warps,
+                                         cta.sm.smsps)  # fmt: skip
+        """How many of this replica's warps sit on each SM sub-partition."""
         self.name = f"{role.name}[{replica}]" if role.replicas > 1 else role.name
         self._lookahead: dict[tuple[int, int], list[Stmt]] = {}
         self.spans: list[tuple[float, float, str]] | None = [] if cta.sm.record_spans else None
@@ -555,7 +571,7 @@ def _cuda(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
     else:
         mix = args.ops
     label = stmt.label or (args.mix or "cuda")
-    return rr.sm.cuda(elems, mix, warps=rr.warps, label=label)
+    return rr.sm.cuda(elems, mix, smsp_warps=rr.smsp_warps, label=label)
 
 
 _HANDLERS = {
