@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 
@@ -10,6 +11,7 @@ from gpusim.arch import load_arch
 from gpusim.errors import DeadlockError, InputError
 from gpusim.schedule.check import check_schedule
 from gpusim.schedule.load import load_schedule
+from gpusim.schedule.protocols import check_protocols
 from gpusim.sim.engine import simulate
 
 H100 = load_arch("h100")
@@ -86,10 +88,18 @@ def test_broken_synchronisation_is_refused(tmp_path: Path, old: str, new: str, m
 
 
 def test_at_names_a_stage_outside_the_loop(tmp_path: Path) -> None:
-    """A wait outside the producer's loop may name its stage with at: (statically fine); waiting again
-    for a stage already consumed and freed is a deadlock the simulator reports."""
+    """A wait outside the producer's loop may name its stage with at: (the protocol rules accept it);
+    waiting again for a stage already consumed and freed is a deadlock, which the balance check
+    (gpusim/schedule/balance.py) reports before simulating and the simulator reports without it."""
     extra = "      - wait: {buf: ab, at: {k: 0}}\n      - release: ab\n"
     sched = _load(tmp_path, VALID.replace("      - arrive: done\n", "      - arrive: done\n" + extra))
-    check_schedule(sched, H100)
-    with pytest.raises(DeadlockError, match="waiting for stage"):
+    check_protocols(sched)
+    with pytest.raises(
+        DeadlockError, match=r"waits for stage \{'k': 0\} of the tile, which it already released"
+    ):
+        check_schedule(sched, H100)
+    with (
+        patch("gpusim.schedule.check.check_balance", lambda *_: frozenset()),
+        pytest.raises(DeadlockError, match="waiting for stage"),
+    ):
         simulate(sched, H100)

@@ -7,6 +7,7 @@ from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.errors import DeadlockError, InputError, ScheduleRefused, UnknownNameError
+from gpusim.schedule.balance import check_balance
 from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Role, Schedule
 from gpusim.schedule.program import walk
@@ -226,6 +227,7 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
         why = "needs cluster[0] even" if feats.cta_pair_mma else f"{arch.id} has no 2-CTA MMA (needs sm_100)"
         raise _fail(sched, arch, f"launch.cta_pair: {why}")
 
+    check_balance(sched, arch)
     return Budgets(
         smem_bytes_per_cta=smem,
         smem_bytes_per_sm=per_sm,

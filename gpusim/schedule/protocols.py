@@ -4,7 +4,8 @@ Before simulating, every buffer with a protocol must have a producer that acquir
 TMA or cp.async loads, or a commit) and a consumer that waits on it and releases it; every wait must
 be able to name the stage the producer tagged (the producer's loop variables, or ``at:``); and every
 barrier used must be declared with the right kind. What these rules cannot see (a loop that produces
-fewer stages than the consumer waits for) the simulator reports as a deadlock.
+fewer stages than the consumer waits for) gpusim/schedule/balance.py counts per work unit, and the
+simulator reports the rest as a deadlock.
 """
 
 from __future__ import annotations

@@ -176,6 +176,8 @@ class StageRing:
             self._commit_stage(stage)
 
     def _commit_stage(self, stage: Stage) -> None:
+        if stage.open_gen < 0:  # freed meanwhile (by a consumer that released it twice): nothing to fill
+            return
         stage.commits += 1
         if stage.commits >= self.expected_producers:
             self._set_full(stage)
@@ -229,6 +231,8 @@ class StageRing:
                 self._release_stage(stage)
 
     def _release_stage(self, stage: Stage) -> None:
+        if stage.open_gen < 0:  # already freed: a consumer that waited twice for it releases it twice
+            return
         stage.releases += 1
         if stage.releases >= stage.expected_releases:
             if stage.key is not None:
