@@ -38,6 +38,7 @@ from gpusim.arch import Arch
 from gpusim.errors import DeadlockError, GpusimError
 from gpusim.schedule.ir import Role, Schedule
 from gpusim.schedule.program import Stmt, walk
+from gpusim.sim.scheduler import split_k_fields
 
 MAX_REPLAY_STEPS = 100_000
 """Statements the replay may execute over all sampled units before it gives up and says nothing."""
@@ -147,13 +148,7 @@ def _sample_cluster_units(sched: Schedule) -> list[tuple[dict[str, Any], ...]]:
         return []
     extras = []
     for split in _sample_points(splits):
-        extra: dict[str, Any] = {"split": split, "is_last_split": int(split == splits - 1),
-                                 "is_first_split": int(split == 0)}  # fmt: skip
-        if kt is not None:
-            per = -(-kt // splits)
-            k0, k1 = split * per, min(kt, (split + 1) * per)
-            extra.update(k_begin=k0, k_end=k1, k_iters=k1 - k0)
-        extras.append(extra)
+        extras.append(split_k_fields(split, splits, kt))
     coords = itertools.islice(itertools.product(*(_sample_points(c) for c in cdims)), MAX_SAMPLED_UNITS)
     out = []
     for ccoord, extra in itertools.product(list(coords), extras):

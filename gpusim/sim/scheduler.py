@@ -202,6 +202,18 @@ def _plan_splitkv(sched: Schedule, arch: Arch, order: list[tuple[int, ...]], clu
             cta += 1
 
 
+def split_k_fields(split: int, splits: int, kt: int | None) -> dict[str, Any]:
+    """The fields a split-K unit carries: its split index and flags, and (with ``kt`` k-iterations per
+    tile) its share ``k_begin .. k_end`` of the k-loop."""
+    extra: dict[str, Any] = {"split": split, "is_last_split": int(split == splits - 1),
+                             "is_first_split": int(split == 0)}  # fmt: skip
+    if kt is not None:
+        per = -(-kt // splits)
+        k0, k1 = split * per, min(kt, (split + 1) * per)
+        extra.update(k_begin=k0, k_end=k1, k_iters=k1 - k0)
+    return extra
+
+
 def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> WorkPlan:
     """Build units, assign them to slots and group identical slots (each alone when not ``group_identical``)."""
     launch = sched.launch
@@ -275,18 +287,7 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
             raise InputError(f"{sched.name}: split_k needs a param KT (k-iterations per tile)")
         units: list[ClusterUnit] = []
         for split in range(splits):
-            if kt is not None:
-                per = -(-kt // splits)
-                k0, k1 = split * per, min(kt, (split + 1) * per)
-            else:
-                k0 = k1 = 0
-            extra = {
-                "split": split,
-                "is_last_split": int(split == splits - 1),
-                "is_first_split": int(split == 0),
-            }
-            if kt is not None:
-                extra.update(k_begin=k0, k_end=k1, k_iters=k1 - k0)
+            extra = split_k_fields(split, splits, kt)
             units.extend(cluster_members(c, extra) for c in order)
         for i, cu in enumerate(units):
             slot_lists[i % num_slots].append(cu)
