@@ -110,10 +110,15 @@ def _peak_flops_per_us_per_sm(sched: Schedule, arch: Arch) -> float:
     return best
 
 
+def _output_tile(env: Any) -> tuple[Any, Any]:
+    """BM and BN of the output tile (DeepGEMM's BLOCK_M / BLOCK_N aliases accepted); None where unset."""
+    return env.get("BM", env.get("BLOCK_M")), env.get("BN", env.get("BLOCK_N"))
+
+
 def _tile_intensity(sched: Schedule) -> float:
     """BM*BN/(BM+BN) of the output tile (MMA work per operand byte loaded; 0 when the schedule names none)."""
     env = sched.env
-    bm, bn = env.get("BM", env.get("BLOCK_M")), env.get("BN", env.get("BLOCK_N"))
+    bm, bn = _output_tile(env)
     if not isinstance(bm, int | float) or not isinstance(bn, int | float) or bm + bn <= 0:
         return 0.0
     pair = 2 if sched.launch.cta_pair else 1
@@ -126,7 +131,7 @@ def _operand_traffic_us(sched: Schedule, arch: Arch) -> float:
     CTA pair shares B). An estimate that orders candidates (small tiles re-read the operands more often),
     not a bound: the simulator's L2 may deliver more than the datasheet figure. 0 without BM/BN."""
     env = sched.env
-    bm, bn = env.get("BM", env.get("BLOCK_M")), env.get("BN", env.get("BLOCK_N"))
+    bm, bn = _output_tile(env)
     elem_bytes = env.get("elem_bytes")
     if not all(
         isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in (bm, bn, elem_bytes)
@@ -144,7 +149,7 @@ def _operand_traffic_us(sched: Schedule, arch: Arch) -> float:
 def _padding(sched: Schedule) -> float:
     """Output tiles' area over the problem's (1.0 when the tiles fit M and N exactly; 1 without BM/BN)."""
     env = sched.env
-    bm, bn = env.get("BM", env.get("BLOCK_M")), env.get("BN", env.get("BLOCK_N"))
+    bm, bn = _output_tile(env)
     m, n = env.get("M"), env.get("N")
     if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (bm, bn, m, n)):
         return 1.0
