@@ -85,11 +85,12 @@ def classify(run: SimRun, sm_index: int, lo: float, hi: float) -> dict[str, floa
     A fast-forwarded span repeats the period simulated just before it, so it counts as that period's
     causes times the periods skipped; that period may itself hold an earlier jump (a tile-level period
     around a fast-forwarded mainloop), which counts the same way."""
-    return _classify_with_jumps(run, sm_index, lo, hi, sorted(run.jumps, key=lambda j: j.start_ns))
+    busy = _busy_by_cause(run, sm_index)  # once per call: every window below clips the same lists
+    return _classify_with_jumps(busy, lo, hi, sorted(run.jumps, key=lambda j: j.start_ns))
 
 
 def _classify_with_jumps(
-    run: SimRun, sm_index: int, lo: float, hi: float, jumps: list[Any]
+    busy: list[tuple[str, list[Interval]]], lo: float, hi: float, jumps: list[Any]
 ) -> dict[str, float]:
     out = dict.fromkeys(CAUSES, 0.0)
     cursor = lo
@@ -97,14 +98,14 @@ def _classify_with_jumps(
         start, end = max(lo, jump.start_ns), min(hi, jump.end_ns)
         if end <= start:
             continue
-        for k, v in _classify_detailed(run, sm_index, cursor, start).items():
+        for k, v in _classify_detailed(busy, cursor, start).items():
             out[k] += v
         period_ns = (jump.end_ns - jump.start_ns) / jump.periods
-        observed = _classify_with_jumps(run, sm_index, jump.start_ns - period_ns, jump.start_ns, jumps[:i])
+        observed = _classify_with_jumps(busy, jump.start_ns - period_ns, jump.start_ns, jumps[:i])
         for k, v in observed.items():
             out[k] += v * (end - start) / period_ns
         cursor = end
-    for k, v in _classify_detailed(run, sm_index, cursor, hi).items():
+    for k, v in _classify_detailed(busy, cursor, hi).items():
         out[k] += v
     return out
 
@@ -122,7 +123,8 @@ def _saturated(servers: list[Any]) -> list[Interval]:
     return out
 
 
-def _classify_detailed(run: SimRun, sm_index: int, lo: float, hi: float) -> dict[str, float]:
+def _busy_by_cause(run: SimRun, sm_index: int) -> list[tuple[str, list[Interval]]]:
+    """The busy intervals of each cause on SM group ``sm_index``, in priority order (whole run)."""
     sm = run.sms[sm_index]
 
     def server(*pipes: str) -> list[Interval]:
@@ -137,7 +139,7 @@ def _classify_detailed(run: SimRun, sm_index: int, lo: float, hi: float) -> dict
         for a, b, label in r.spans or []
         if label in mem_labels
     )
-    order = [
+    return [
         ("tensor_core", server("tensor")),
         ("sfu", server("sfu")),
         ("cuda_cores", server("fp32", "cvt", "int")),
@@ -145,10 +147,13 @@ def _classify_detailed(run: SimRun, sm_index: int, lo: float, hi: float) -> dict
         ("memory", ports),
         ("memory", mem_waits),
     ]
+
+
+def _classify_detailed(busy: list[tuple[str, list[Interval]]], lo: float, hi: float) -> dict[str, float]:
     left = [(lo, hi)] if hi > lo else []
     out = dict.fromkeys(CAUSES, 0.0)
-    for cause, busy in order:
-        taken = clip(busy, lo, hi)
+    for cause, intervals in busy:
+        taken = clip(intervals, lo, hi)
         hit = subtract(left, subtract(left, taken))  # left ∩ taken
         out[cause] += total(hit)
         left = subtract(left, taken)

@@ -345,7 +345,12 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
     parts = None if sch.parts is None else _num(sch.parts, env, f"{src}: launch.scheduler.parts", 1)
     pinned = ls.ctas_per_sm != "auto"
     ctas_per_sm = _num(ls.ctas_per_sm, env, f"{src}: launch.ctas_per_sm", 1) if pinned else 0
-    _check_launch_size(grid, _num(sch.splits, env, f"{src}: launch.scheduler.splits", 1), src)
+    splits = _num(sch.splits, env, f"{src}: launch.scheduler.splits", 1)
+    _check_launch_size(grid, splits, src)
+    k_tiles = env.get("KT")
+    if splits > 1 and isinstance(k_tiles, int) and not isinstance(k_tiles, bool) and splits > k_tiles:
+        raise InputError(f"{src}: launch.scheduler.splits: {splits:,} splits of {k_tiles:,} k-tiles (KT) leave "
+                         f"splits with no work; expected at most {k_tiles:,}")  # fmt: skip
     return Launch(
         grid=tuple(grid),
         fields={k: as_expr(v) for k, v in ls.fields.items()},
@@ -357,7 +362,7 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
         scheduler=sch.kind,
         raster=sch.raster,
         swizzle=_num(sch.swizzle, env, f"{src}: launch.scheduler.swizzle", 1),
-        splits=_num(sch.splits, env, f"{src}: launch.scheduler.splits", 1),
+        splits=splits,
         parts=parts,
         fixed_overhead_blocks=_num(
             sch.fixed_overhead_blocks, env, f"{src}: launch.scheduler.fixed_overhead_blocks", 0
