@@ -84,6 +84,11 @@ class SimulationLimitExceeded(LimitExceeded):
     any machine. The message names the limit and how to raise it."""
 
 
+class LaunchTooLarge(LimitExceeded):
+    """A launch with more CTAs than gpusim plans (exit status 5): the work plan holds one record per CTA,
+    so its size bounds the memory and time a prediction takes before the first event."""
+
+
 SimulationTimeout = SimulationLimitExceeded
 """Former name (the limit used to be wall-clock)."""
 

@@ -59,7 +59,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
             2,
         ),
         ("roofline: a key no schedule takes", ["roofline", "--set", "x=1", "-q"], 2),
-        ("split-K: more splits than k-tiles", [*sync, "--set", "SPLITS=100000"], 2),
+        ("split-K: more splits than k-tiles", [*sync, "--set", "SPLITS=100000"], 3),
         ("mma: k not a whole instruction", [*sync, "--set", "BK=3"], 3),
         ("arch: 1e9 SMs", ["archs", "show", _arch(tmp, "sms", "sm_count: 132", "sm_count: 1000000000")], 2),
         (
@@ -82,6 +82,23 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
         ("csv: an unclosed quote", ["validate", str(tmp / "unclosed.csv"), "-j", "1", "-q", "--json"], 2),
         ("csv: a NUL byte", ["validate", str(tmp / "nul.csv"), "-j", "1", "-q", "--json"], 2),
         ("rank-check: nothing to order", ["rank-check", deepbench, "-j", "1", "--json"], 2),
+        (
+            "launch: 4M CTAs",
+            [
+                "predict",
+                "gemm_ws_pingpong",
+                "--arch",
+                "h100",
+                "--set",
+                "M=262144",
+                "--set",
+                "N=262144",
+                "--set",
+                "K=64",
+                "-q",
+            ],
+            5,
+        ),
     ]
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import InputError, ScheduleRefused
+from gpusim.errors import InputError, LaunchTooLarge, ScheduleRefused
 from gpusim.explore.adapter import Costs, arch_for
 from gpusim.explore.executors import Executor, InlineExecutor
 from gpusim.explore.grid import Point
@@ -99,7 +99,7 @@ def resolve_candidate(
         try:
             sched = load_schedule(candidate.schedule, arch, {**problem, **params})
             check_schedule(sched, arch)
-        except ScheduleRefused as exc:
+        except (ScheduleRefused, LaunchTooLarge) as exc:  # too many CTAs at this tile size: another may fit
             reason = str(exc)
             continue
         if fit_key is None:

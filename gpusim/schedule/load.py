@@ -14,6 +14,7 @@ from gpusim.arch import Arch
 from gpusim.dtypes import bytes_per_element, canonical_dtype
 from gpusim.errors import (
     InputError,
+    LaunchTooLarge,
     LimitExceeded,
     ScheduleRefused,
     UnknownNameError,
@@ -86,8 +87,10 @@ def _read_spec(path: Path) -> ScheduleSpec:
 
 MAX_PROBLEM_SIZE = 1 << 40
 """The largest problem size (M, N, K, sequence length, bytes, ...): 1 TiB of bytes, beyond any GPU."""
-MAX_LAUNCH_CTAS = 1 << 22
-"""The most CTAs (times splits) a launch may have: the work plan holds one record per CTA."""
+MAX_LAUNCH_CTAS = 1 << 19
+"""The most CTAs (times splits) a launch may have: 524,288. The work plan holds one record per CTA (about
+1.3 KB and 25 us each), so 2**22 CTAs took minutes and gigabytes before the first event; the measured
+rows need at most ~25,000 and a 65536-cube GEMM with 128 x 256 tiles 131,072."""
 MAX_STAGES = 1024
 """The most stages a buffer may have (real pipelines use 2 to 16)."""
 SIZE_FLAGS = frozenset({"causal"})
@@ -337,7 +340,7 @@ def _check_launch_size(grid: list[tuple[str, int]], splits: int, src: str) -> No
         ctas *= extent
     if ctas > MAX_LAUNCH_CTAS:
         shape = " x ".join(f"{d} {e:,}" for d, e in grid) + (f" x {splits} splits" if splits > 1 else "")
-        raise LimitExceeded(f"{src}: launch.grid: {shape} is {ctas:,} CTAs; gpusim simulates at most "
+        raise LaunchTooLarge(f"{src}: launch.grid: {shape} is {ctas:,} CTAs; gpusim simulates at most "
                             f"{MAX_LAUNCH_CTAS:,} per launch (use a smaller problem)")  # fmt: skip
 
 
@@ -367,7 +370,7 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
     _check_launch_size(grid, splits, src)
     k_tiles = env.get("KT")
     if splits > 1 and isinstance(k_tiles, int) and not isinstance(k_tiles, bool) and splits > k_tiles:
-        raise InputError(f"{src}: launch.scheduler.splits: {splits:,} splits of {k_tiles:,} k-tiles (KT) leave "
+        raise ScheduleRefused(f"{src}: launch.scheduler.splits: {splits:,} splits of {k_tiles:,} k-tiles (KT) leave "
                          f"splits with no work; expected at most {k_tiles:,}")  # fmt: skip
     return Launch(
         grid=tuple(grid),
