@@ -41,6 +41,7 @@ _EXPORTS = {
     "builtin_arch_ids": "gpusim.arch",
     "GpusimError": "gpusim.errors",
     "InputError": "gpusim.errors",
+    "ArgumentError": "gpusim.errors",
     "ScheduleRefused": "gpusim.errors",
     "DeadlockError": "gpusim.errors",
     "LimitExceeded": "gpusim.errors",
@@ -48,6 +49,7 @@ _EXPORTS = {
 
 __all__ = [
     "Arch",
+    "ArgumentError",
     "CompareRow",
     "Comparison",
     "DeadlockError",
@@ -81,7 +83,14 @@ if TYPE_CHECKING:
     from gpusim.calibrate.measurements import read_measurements
     from gpusim.calibrate.validate import validate
     from gpusim.comparison import CompareRow, Comparison, Variant, compare
-    from gpusim.errors import DeadlockError, GpusimError, InputError, LimitExceeded, ScheduleRefused
+    from gpusim.errors import (
+        ArgumentError,
+        DeadlockError,
+        GpusimError,
+        InputError,
+        LimitExceeded,
+        ScheduleRefused,
+    )
     from gpusim.figures import plot_compare, plot_roofline, plot_timeline, roofline_point, write_trace
     from gpusim.result import Interval, Prediction
 

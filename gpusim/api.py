@@ -26,7 +26,7 @@ from gpusim.autotune import default_problem as auto_default_problem
 from gpusim.autotune import is_auto, search
 from gpusim.autotune import problem_keys as auto_problem_keys
 from gpusim.costs import with_costs
-from gpusim.errors import InputError, quote
+from gpusim.errors import InputError, checked_call, quote
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.load import builtin_schedule_names, read_spec, resolve
@@ -43,16 +43,19 @@ DEFAULT_AUTO_ARCH = "h100"
 """The arch ``auto:*`` predicts on when none is given."""
 
 
+@checked_call
 def archs() -> list[str]:
     """Ids of the built-in archs, oldest generation first."""
     return builtin_arch_ids()
 
 
+@checked_call
 def schedules() -> list[str]:
     """Names of the built-in schedules (plus ``auto:gemm``, the search, which is not a file)."""
     return list(builtin_schedule_names())
 
 
+@checked_call
 def load_arch(arch: ArchLike, *, costs: str | Path = "calibrated") -> Arch:
     """An arch with the costs ``costs`` names: ``"calibrated"`` (the overlay ``gpusim calibrate``
     wrote, else the shipped one, else the datasheet), ``"datasheet"``, or an overlay file's path.
@@ -61,6 +64,7 @@ def load_arch(arch: ArchLike, *, costs: str | Path = "calibrated") -> Arch:
     return with_costs(base, costs)
 
 
+@checked_call
 def load_schedule(schedule: str | Path) -> ScheduleSpec:
     """A schedule file parsed but not resolved: its problem and parameters with their defaults,
     reference arch and description (``predict`` resolves it for an arch and problem)."""
@@ -87,6 +91,7 @@ def _resolve_schedule(schedule: ScheduleLike, arch: Arch, problem: dict[str, Any
     return resolve_file(str(schedule), arch, problem)
 
 
+@checked_call
 def predict(
     schedule: ScheduleLike,
     arch: ArchLike | None = None,

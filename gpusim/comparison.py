@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusim.errors import InputError, ScheduleRefused
+from gpusim.errors import InputError, ScheduleRefused, checked_call
 from gpusim.result import Prediction
 
 
@@ -31,6 +31,9 @@ class Variant:
     def name(self) -> str:
         """The label, or ``schedule on arch``."""
         return self.label or f"{self.schedule} on {self.arch or 'its reference arch'}"
+
+
+Variant.__init__ = checked_call(Variant.__init__, "Variant")  # type: ignore[method-assign]
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ def _problem_keys(schedule: str) -> tuple[str, ...]:
     return problem_keys(schedule)
 
 
+@checked_call
 def compare(
     variants: list[Variant],
     *,

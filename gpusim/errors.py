@@ -35,6 +35,32 @@ class InputError(GpusimError):
     """A file, field or value that gpusim cannot accept."""
 
 
+class ArgumentError(InputError, TypeError):
+    """A Python API function called with arguments its signature does not take (an unknown keyword, one
+    positional argument too many, a required one missing). Also a TypeError, as Python raises there."""
+
+
+def checked_call(fn: Any, name: str | None = None) -> Any:
+    """Wrap a public API function so that a call its signature cannot bind raises :class:`ArgumentError`
+    (a one-line GpusimError naming the function and what it accepts) instead of a bare TypeError."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(fn)
+    accepted = ", ".join(p for p in signature.parameters if p != "self")
+    shown = name or fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ArgumentError(f"gpusim.{shown}: {quote(exc)}; it takes ({quote(accepted)})") from None
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 class UnknownNameError(InputError):
     """A name (arch id, schedule, op, symbol) that gpusim does not know."""
 

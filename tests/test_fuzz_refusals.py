@@ -179,3 +179,17 @@ def test_fast_forward_moves_only_the_spans_after_the_jump() -> None:
     _split_spans(server, 3.0, 10.0)  # type: ignore[arg-type]
     got = [(s.start_ns, s.end_ns, s.name) for s in server.spans]
     assert got == [(0.0, 1.0, "a"), (1.0, 2.0, "b"), (2.5, 3.0, "c"), (13.0, 14.0, "c"), (14.0, 15.0, "d")]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda: gpusim.load_arch("h100", foo=1), lambda: gpusim.load_schedule("gemm_sync", arch="h100"),
+     lambda: gpusim.predict("gemm_sync", "v100", "datasheet"), lambda: gpusim.compare(),
+     lambda: gpusim.Variant("gemm_sync", "v100", M=128)],
+    ids=["load_arch-kw", "load_schedule-kw", "predict-positional", "compare-none", "variant-kw"],
+)  # fmt: skip
+def test_calls_the_signature_cannot_bind_raise_a_gpusim_error(call: object) -> None:
+    """Still a TypeError (as Python raises), and also a one-line gpusim error naming what is accepted."""
+    with pytest.raises(gpusim.ArgumentError, match=r"^gpusim\.\w+: .*; it takes \(") as info:
+        call()  # type: ignore[operator]
+    assert isinstance(info.value, TypeError) and isinstance(info.value, gpusim.GpusimError)

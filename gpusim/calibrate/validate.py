@@ -18,7 +18,7 @@ from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement, read_measurements
 from gpusim.calibrate.predictor import Predictor, Skip, ignored_columns
 from gpusim.calibrate.stats import error_pct, error_stats
-from gpusim.errors import InputError, UnknownNameError, quote
+from gpusim.errors import InputError, UnknownNameError, checked_call, quote
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 Costs = Literal["datasheet", "calibrated"]
@@ -136,6 +136,7 @@ def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_
     return results
 
 
+@checked_call
 def validate(rows: list[Measurement], *, costs: Costs = "calibrated") -> list[RowResult]:
     """Predict measured rows (``gpusim.read_measurements``) in this process: one result per row with
     measured and predicted time, error and family, or why it was skipped (``gpusim validate`` in Python)."""
