@@ -128,7 +128,10 @@ class FlowNetwork:
             return
         delay = math.inf
         for t in self.active:
-            until = max(t.remaining, 0.0) / t.rate
+            remaining = t.remaining
+            if remaining < 0.0:  # max(remaining, 0.0) without the call
+                remaining = 0.0
+            until = remaining / t.rate
             if until < delay:
                 delay = until
         version = self._version
