@@ -16,6 +16,7 @@ from gpusim.report.attribution import attribute
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.sim.engine import SimRun, simulate
+from gpusim.sim.gcpolicy import fewer_collections
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 _SIMULATE_TAKES_EXACT = "exact" in inspect.signature(simulate).parameters
@@ -47,8 +48,9 @@ def predict_resolved(
     }
     if _SIMULATE_TAKES_EXACT:
         kwargs["exact"] = exact
-    run = simulate(sched, arch, **kwargs)
-    return summarize(run, keep_timeline=record, attributed=attribute, interval_name=interval_name)
+    with fewer_collections():
+        run = simulate(sched, arch, **kwargs)
+        return summarize(run, keep_timeline=record, attributed=attribute, interval_name=interval_name)
 
 
 def summarize(
