@@ -165,6 +165,30 @@ def _values(x: np.ndarray, mult: list[FitParam], add: FitParam | None) -> dict[s
     return vals
 
 
+def _rows_pushing(fit_rows: list[FitRow], after: dict[int, float], i: int, p: FitParam, side: str,
+                  most: int = 3) -> str:  # fmt: skip
+    """The rows whose error would shrink if ``p`` moved past its ``side`` bound, strongest first: the
+    sign of residual x elasticity (d log t / d log p; for the additive launch overhead, 1 / t)."""
+    pulls = []
+    for fr in fit_rows:
+        t = after.get(fr.m.index)
+        if t is None or t <= 0:
+            continue
+        residual = math.log(t / fr.measured_us)
+        slope = 1.0 / t if p.additive else float(fr.elasticity[i])
+        outward = -residual * slope if side == "upper" else residual * slope
+        if outward > 0:
+            pulls.append((outward, fr, residual))
+    pulls.sort(key=lambda e: (-e[0], e[1].m.index))
+    names = [
+        f"row {fr.m.index} ({fr.m.file}:{fr.m.line}, {math.expm1(r) * 100:+.1f}%)"
+        for _, fr, r in pulls[:most]
+    ]
+    if len(pulls) > most:
+        names.append(f"{len(pulls) - most} more")
+    return ", ".join(names)
+
+
 def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = None,
               max_rows: int = MAX_FIT_ROWS, on_progress: Any = None) -> dict[str, Any]:  # fmt: skip
     """Fit ``base``'s calibration block to its rows; returns the block, provenance and report.
@@ -285,8 +309,10 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     for i, p in enumerate(mult + ([add] if add else [])):
         v = math.exp(x[i]) if not p.additive else x[i]
         if abs(v - p.lo) <= 1e-3 * max(abs(p.lo), 1.0) or abs(v - p.hi) <= 1e-3 * max(abs(p.hi), 1.0):
-            at_bound.append(f"{p.name}={v:.4g} at its {'lower' if abs(v - p.lo) < abs(v - p.hi) else 'upper'} "
-                            f"bound [{p.lo:.4g}, {p.hi:.4g}]")  # fmt: skip
+            side = "lower" if abs(v - p.lo) < abs(v - p.hi) else "upper"
+            pushers = _rows_pushing(fit_rows, after, i, p, side)
+            at_bound.append(f"{p.name}={v:.4g} at its {side} bound [{p.lo:.4g}, {p.hi:.4g}]"
+                            + (f"; pushed there by {pushers}" if pushers else ""))  # fmt: skip
     provenance = {
         "date": dt.datetime.now(dt.UTC).date().isoformat(),
         "fitted": names,

@@ -271,6 +271,10 @@ class _Builder:
         cta.syncthreads = NamedBarrier(env, "__syncthreads", max(1, self.sync_warps))
 
 
+SHARED_TENSOR_CORE_DEFAULT = True
+"""The tensor core is shared by the MMA groups in flight (``SharedTensorCore``) unless switched off."""
+
+
 def simulate(
     sched: Schedule,
     arch: Arch,
@@ -280,6 +284,7 @@ def simulate(
     exact: bool = False,
     max_events: int | None = DEFAULT_MAX_EVENTS,
     deadline_s: float | None = None,
+    shared_tensor_core: bool | None = None,
 ) -> SimRun:
     """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
 
@@ -295,7 +300,9 @@ def simulate(
     plan = plan_work(sched, arch, group_identical=group_identical)
     multicast = _operand_multicast(_tma_multicasts(sched))
     miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
-    rates = Rates.from_arch(arch)
+    if shared_tensor_core is None:
+        shared_tensor_core = SHARED_TENSOR_CORE_DEFAULT
+    rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core)
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record:
