@@ -250,7 +250,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),
     EventBarrier: frozenset({"env", "name", "count", "arrivals", "waiters"}),
     Turnstile: frozenset({"env", "name", "members", "token", "done", "waiters"}),
-    ChunkBuffer: frozenset({"env", "name", "landed", "waiters", "ff"}),
+    ChunkBuffer: frozenset({"env", "name", "landed", "found", "waiters", "ff"}),
     CouplingGroup: frozenset({"rings", "pending"}),
 }
 
@@ -663,10 +663,9 @@ class FastForward:
             for key, entry in log.items():
                 if key[0] == "l":
                     buffer, chunk, tag = entry
-                    landed = buffer.landed.setdefault(chunk, [])
                     for m in range(1, periods + 1):
-                        landed.append({k: v + m * period.loop_delta.get(k, 0) if type(v) is int else v
-                                       for k, v in tag.items()})  # fmt: skip
+                        buffer.add_landed(chunk, {k: v + m * period.loop_delta.get(k, 0) if type(v) is int else v
+                                                  for k, v in tag.items()})  # fmt: skip
         ctas = {id(r.cta): r.cta for r in self.runners}
         for cta in ctas.values():
             for barrier in cta.events.values():
@@ -1171,18 +1170,26 @@ def _holds_releases(entry: tuple, d: dict[str, int], periods: int) -> int:
 
 def _split_spans(server: FifoServer, start: float, shift: float) -> None:
     """A recorded busy span that crosses the jump continues after it (its end moves with time)."""
-    if not server.spans:
+    spans = server.spans
+    if not spans:
         return
-    for span in reversed(server.spans):
-        if span.end_ns <= start:
-            break
+    first = len(spans)  # the spans from here on end after the jump's start
+    while first > 0 and spans[first - 1].end_ns > start:
+        first -= 1
+    for span in reversed(spans[first:]):  # reversed: the split pieces are appended in the old order
         if span.start_ns >= start:
             span.start_ns += shift
             span.end_ns += shift
         else:
-            server.spans.append(Span(start + shift, span.end_ns + shift, span.name))
+            spans.append(Span(start + shift, span.end_ns + shift, span.name))
             span.end_ns = start
-    server.spans.sort(key=lambda sp: sp.start_ns)
+    # Spans are booked in order (a FIFO server's never overlap), so only the moved tail is out of
+    # order; sorting it alone gives the same list as a stable sort of the whole, which is the fallback.
+    tail = sorted(spans[first:], key=_span_start)
+    if first and tail and spans[first - 1].start_ns > tail[0].start_ns:
+        spans.sort(key=_span_start)
+    else:
+        spans[first:] = tail
     server._last_span = None
 
 
@@ -1211,6 +1218,10 @@ def _shift_shared_core(core: SharedTensorCore, start: float, shift: float) -> No
         if core.spans is not None and start > core._busy_since:
             core.spans.append(Span(core._busy_since, start, core._busy_label))
         core._busy_since = start + shift
+
+
+def _span_start(span: Span) -> float:
+    return span.start_ns
 
 
 def _shift_runner(r: RoleRunner, shift: float, opens: dict[int, int], moved: dict[int, Stage]) -> None:

@@ -24,6 +24,12 @@ def sub_server_name(pipe: str, smsp: int) -> str:
     return f"{pipe}.{smsp}"
 
 
+_SUB_SERVER_NAMES = {
+    pipe: tuple(sub_server_name(pipe, j) for j in range(8)) for pipe in SUB_PARTITIONED_PIPES
+}
+"""``sub_server_name`` of the first SMSPs, looked up instead of formatted on every CUDA-core op."""
+
+
 def warps_per_smsp(first_warp: int, warps: int, smsps: int) -> tuple[int, ...]:
     """How many of the warps ``first_warp .. first_warp + warps - 1`` of an SM sit on each sub-partition
     (warp slot w on SMSP w mod smsps, as the hardware assigns them)."""
@@ -257,22 +263,25 @@ class SimSM:
         the issuing warps, of which ``smsp_warps[j]`` sit on sub-partition j; each SMSP serves its share at
         a quarter of the SM's rate (its own pipes and warp scheduler). Ends when the busiest is done."""
         r = self.rates
-        demands = {
-            "fp32": elems * mix.get("fp32", 0.0) / r.fp32_ops_per_ns,
-            "sfu": elems * mix.get("ex2", 0.0) / r.ex2_per_ns,
-            "cvt": elems * mix.get("cvt", 0.0) / r.cvt_per_ns,
-            "int": elems * mix.get("int", 0.0) / r.int_per_ns,
-            "issue": elems * sum(mix.values()) / r.issue_lane_ops_per_ns,
-        }
+        demands = (
+            ("fp32", elems * mix.get("fp32", 0.0) / r.fp32_ops_per_ns),
+            ("sfu", elems * mix.get("ex2", 0.0) / r.ex2_per_ns),
+            ("cvt", elems * mix.get("cvt", 0.0) / r.cvt_per_ns),
+            ("int", elems * mix.get("int", 0.0) / r.int_per_ns),
+            ("issue", elems * sum(mix.values()) / r.issue_lane_ops_per_ns),
+        )
         warps = sum(smsp_warps)
         smsps = len(smsp_warps)
-        end = self.env.now
-        for pipe, duration in demands.items():
+        servers = self.servers
+        now = end = self.env.now
+        for pipe, duration in demands:
             if duration <= 0:
                 continue
+            names = _SUB_SERVER_NAMES[pipe]
             for smsp, count in enumerate(smsp_warps):
                 if count:
-                    server = self.servers[sub_server_name(pipe, smsp)]
-                    _, finish = server.reserve(duration * smsps * count / warps, label=label)
-                    end = max(end, finish)
+                    name = names[smsp] if smsp < len(names) else sub_server_name(pipe, smsp)
+                    _, finish = servers[name].reserve(duration * smsps * count / warps, now, label)
+                    if finish > end:  # max(end, finish)
+                        end = finish
         return self.env.timeout(end - self.env.now)
