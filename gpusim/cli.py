@@ -524,6 +524,7 @@ def calibrate_cmd(
         ),
     ] = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
+    model: ModelOption = None,
     as_json: JsonFlag = False,
     quiet: QuietFlag = False,
 ) -> None:
@@ -543,7 +544,9 @@ def calibrate_cmd(
         check_output_path(out, "--out", YAML_SUFFIXES)
     if max_rows < 0:
         raise InputError(f"--max-rows {max_rows}: expected 0 (every usable row) or more")
-    base = load_arch(arch, costs="datasheet")
+    from gpusim.mechanisms import with_model
+
+    base = with_model(load_arch(arch, costs="datasheet"), model)
     with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
         result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
                            on_progress=progress)  # fmt: skip
