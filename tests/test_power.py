@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -62,7 +63,7 @@ def test_more_power_never_a_lower_clock() -> None:
         p = predict("gemm_ws_pingpong", arch, costs="datasheet", model="+power", attribute=False, **GEMM)
         assert p.power_w is not None and p.power_w <= watts * 1.005
         clocks.append(p.clock_mhz)
-    assert all(b >= a * (1 - 0.005) for a, b in zip(clocks, clocks[1:], strict=False)), clocks
+    assert all(b >= a * (1 - 0.005) for a, b in itertools.pairwise(clocks)), clocks
     assert clocks[-1] == load_arch("h100").clocks.tensor_clock_mhz  # 2 kW: never limited
     assert clocks[0] < clocks[-1]
 
@@ -121,7 +122,7 @@ def test_calibration_fits_energy_not_the_clock_with_power_on() -> None:
     assert "energy_scale" in with_power and "sustained_clock_mhz" not in with_power
 
 
-def test_cli_model_switch(run_cli) -> None:  # noqa: ANN001
+def test_cli_model_switch(run_cli) -> None:
     runner = CliRunner()
     out = runner.invoke(app, ["predict", "gemm_ws_pingpong", "--datasheet", "--model", "+power", "--json",
                               *[f"-s{k}={v}" for k, v in GEMM.items()]])  # fmt: skip
