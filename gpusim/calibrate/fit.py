@@ -31,6 +31,7 @@ from gpusim.calibrate.stats import error_pct, error_stats, log_residual_quantile
 from gpusim.calibrate.validate import precheck, validate_rows
 from gpusim.costs import with_calibration
 from gpusim.errors import InputError
+from gpusim.mechanisms import mechanisms_of
 
 PRIOR_WEIGHT = 0.05
 STEP = 0.10
@@ -53,11 +54,13 @@ class FitRow:
     elasticity: np.ndarray  # per multiplicative parameter
 
 
-def default_fit_names(families: set[str], small_times: bool) -> list[str]:
-    """What the rows can identify: memory rows -> HBM; compute rows -> clock and tensor efficiency."""
+def default_fit_names(families: set[str], small_times: bool, power: bool = False) -> list[str]:
+    """What the rows can identify: memory rows -> HBM; compute rows -> clock and tensor efficiency.
+    With the power model on (``power``) the clock is the model's output, never fitted: its energy scale
+    is fitted in the clock's place."""
     names: list[str] = []
     if families & {"gemm", "attention", "mla"}:
-        names += ["sustained_clock_mhz", "tensor_issue_efficiency"]
+        names += ["energy_scale" if power else "sustained_clock_mhz", "tensor_issue_efficiency"]
     if "stream" in families:
         names.append("hbm_bandwidth_fraction")
     if small_times:
@@ -208,8 +211,12 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
         raise InputError(f"calibrate: none of the {len(chosen)} rows for {base.id} can be predicted; "
                          f"e.g. row {base_results[0].m.index}: {base_results[0].skipped}")  # fmt: skip
     families = {r.family for r in ok}
+    power = "power" in mechanisms_of(base)
     if names is None:
-        names = default_fit_names(families, any((r.measured_time_us or 0) < 30 for r in ok))
+        names = default_fit_names(families, any((r.measured_time_us or 0) < 30 for r in ok), power)
+    if power and "sustained_clock_mhz" in names:
+        raise InputError("calibrate: with the power model on (--model +power) the clock is an output; "
+                         "fit energy_scale instead of sustained_clock_mhz")  # fmt: skip
     specs = fit_params(base)
     mult = [specs[n] for n in names if not specs[n].additive]
     add = next((specs[n] for n in names if specs[n].additive), None)
@@ -316,6 +323,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     provenance = {
         "date": dt.datetime.now(dt.UTC).date().isoformat(),
         "fitted": names,
+        "model": sorted(mechanisms_of(base)),
         "bounds": {p.name: [round(p.lo, 4), round(p.hi, 4)] for p in [*mult, *([add] if add else [])]},
         "at_bound": at_bound,
         "rows_used": len(fit_rows),

@@ -43,6 +43,8 @@ def fit_params(arch: Arch) -> dict[str, FitParam]:
             FitParam("launch_overhead_ns", 0.0, 20000.0, additive=True),
             FitParam("tensor_issue_efficiency", 0.5, 1.0),
             FitParam("cuda_core_issue_efficiency", 0.5, 1.0),
+            # the power model's energies are derived upper bounds (whole-board figures), see docs/power.md
+            FitParam("energy_scale", 0.4, 1.5),
         )
     }
 
