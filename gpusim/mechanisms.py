@@ -19,12 +19,15 @@ from gpusim.errors import InputError
 MECHANISMS: dict[str, str] = {
     "power": "clock from a power model: the highest clock whose average power fits under the board limit "
     "(gpusim.sim.power); off: every SM runs at the arch's sustained (tensor) clock",
+    "shared_tensor": "the tensor core interleaves the MMA groups that different issuers (warpgroups) issue "
+    "at the same instant, so they progress and finish together (gpusim.sim.servers.SharedTensorCore); "
+    "off: a FIFO of whole groups, which hands one of them its result a whole group early",
 }
 """Every switchable mechanism with one line on what it does."""
 
-DEFAULT_ON: frozenset[str] = frozenset()
-"""Mechanisms on by default (none yet: the power model is not proven better on held-out rows;
-see docs/power.md)."""
+DEFAULT_ON: frozenset[str] = frozenset({"shared_tensor"})
+"""Mechanisms on by default: the shared tensor core (the hardware's behaviour; the calibrated overlays
+are fitted with it). The power model is off: it is not proven better on held-out rows (docs/power.md)."""
 
 
 def parse_model(text: str | None, base: frozenset[str] = DEFAULT_ON) -> frozenset[str]:

@@ -42,7 +42,7 @@ def test_default_is_off_and_leaves_the_prediction_alone() -> None:
     plain = predict("gemm_ws_pingpong", "h100", costs="datasheet", attribute=False, **GEMM)
     off = predict("gemm_ws_pingpong", "h100", costs="datasheet", model="-power", attribute=False, **GEMM)
     assert "power" not in DEFAULT_ON
-    assert plain.model == [] and plain.power_w is None
+    assert plain.model == sorted(DEFAULT_ON) and plain.power_w is None
     assert plain.clock_mhz == load_arch("h100", costs="datasheet").clocks.tensor_clock_mhz
     assert off.time_us == plain.time_us and off.clock_mhz == plain.clock_mhz
 
@@ -50,10 +50,10 @@ def test_default_is_off_and_leaves_the_prediction_alone() -> None:
 def test_power_fits_under_the_limit_and_is_recorded() -> None:
     p = predict("gemm_ws_pingpong", "h100", costs="datasheet", model="+power", attribute=False, **GEMM)
     limit = load_arch("h100").power.board_power_limit_w  # type: ignore[union-attr]
-    assert p.model == ["power"]
+    assert p.model == sorted({"power", *DEFAULT_ON})
     assert p.power_w is not None and p.power_w <= limit * 1.005
     assert p.clock_mhz <= load_arch("h100").clocks.tensor_clock_mhz
-    assert p.to_dict()["model"] == ["power"] and p.to_dict()["clock_mhz"] == p.clock_mhz
+    assert p.to_dict()["model"] == sorted({"power", *DEFAULT_ON}) and p.to_dict()["clock_mhz"] == p.clock_mhz
 
 
 def test_more_power_never_a_lower_clock() -> None:
@@ -105,10 +105,12 @@ def test_deterministic_and_exact_under_the_fast_forward() -> None:
 
 
 def test_parse_model() -> None:
-    assert parse_model("+power") == {"power"}
-    assert parse_model("power,-power") == set()
+    assert parse_model("+power") == {"power", *DEFAULT_ON}
+    assert parse_model("power,-power") == DEFAULT_ON
+    assert parse_model("-shared_tensor") == DEFAULT_ON - {"shared_tensor"}
     assert parse_model("default") == DEFAULT_ON
-    assert model_label(frozenset({"power"})) == "+power"
+    assert model_label(frozenset({"power", *DEFAULT_ON})) == "+power"
+    assert model_label(DEFAULT_ON - {"shared_tensor"}) == "-shared_tensor"
     with pytest.raises(InputError, match="unknown mechanism 'bogus'"):
         parse_model("+bogus")
     arch = load_arch("h100").model_copy(update={"power": None})
@@ -128,7 +130,11 @@ def test_cli_model_switch(run_cli) -> None:
                               *[f"-s{k}={v}" for k, v in GEMM.items()]])  # fmt: skip
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
-    assert doc["model"] == ["power"] and doc["power_w"] is not None and doc["clock_mhz"] < 1830
+    assert (
+        doc["model"] == sorted({"power", *DEFAULT_ON})
+        and doc["power_w"] is not None
+        and doc["clock_mhz"] < 1830
+    )
     rc, _, err = run_cli(["predict", "gemm_ws_pingpong", "--model", "+bogus"])
     assert rc == 2 and "unknown mechanism" in err and "Traceback" not in err
     assert "--model" in runner.invoke(app, ["predict", "--help"]).output

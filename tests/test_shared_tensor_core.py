@@ -104,14 +104,9 @@ def test_the_mechanism_can_be_switched_off() -> None:
     """Two math warpgroups that issue together (the cooperative GEMM): sharing the tensor core makes
     neither finish early, so the kernel is no faster than with a FIFO tensor core."""
     shared = predict("gemm_ws_cooperative", "h100", costs="datasheet", M=2048, N=2048, K=1024)
-    from gpusim.sim import engine
-
-    fifo_default = engine.SHARED_TENSOR_CORE_DEFAULT
-    try:
-        engine.SHARED_TENSOR_CORE_DEFAULT = False
-        fifo = predict("gemm_ws_cooperative", "h100", costs="datasheet", M=2048, N=2048, K=1024)
-    finally:
-        engine.SHARED_TENSOR_CORE_DEFAULT = fifo_default
+    fifo = predict("gemm_ws_cooperative", "h100", costs="datasheet", model="-shared_tensor", M=2048, N=2048,
+                   K=1024)  # fmt: skip
+    assert "shared_tensor" in shared.model and "shared_tensor" not in fifo.model
     assert shared.time_us >= fifo.time_us * (1 - 1e-9)
     assert shared.utilization["tensor"] == pytest.approx(fifo.utilization["tensor"] * fifo.time_us / shared.time_us,
                                                          abs=2e-4)  # fmt: skip

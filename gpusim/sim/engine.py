@@ -271,10 +271,6 @@ class _Builder:
         cta.syncthreads = NamedBarrier(env, "__syncthreads", max(1, self.sync_warps))
 
 
-SHARED_TENSOR_CORE_DEFAULT = True
-"""The tensor core is shared by the MMA groups in flight (``SharedTensorCore``) unless switched off."""
-
-
 def simulate(
     sched: Schedule,
     arch: Arch,
@@ -301,7 +297,9 @@ def simulate(
     multicast = _operand_multicast(_tma_multicasts(sched))
     miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
     if shared_tensor_core is None:
-        shared_tensor_core = SHARED_TENSOR_CORE_DEFAULT
+        from gpusim.mechanisms import mechanisms_of
+
+        shared_tensor_core = "shared_tensor" in mechanisms_of(arch)
     rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core)
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
