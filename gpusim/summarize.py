@@ -18,6 +18,7 @@ from gpusim.report.attribution import attribute
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.sim.engine import SimRun, simulate
+from gpusim.sim.gcpolicy import fewer_collections
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.sim.power import sustained_clock
 
@@ -51,13 +52,15 @@ def predict_resolved(
     if _SIMULATE_TAKES_EXACT:
         kwargs["exact"] = exact
     if "power" not in mechanisms_of(arch):
-        run = simulate(sched, arch, **kwargs)
-        return summarize(run, keep_timeline=record, attributed=attribute, interval_name=interval_name)
+        with fewer_collections():
+            run = simulate(sched, arch, **kwargs)
+            return summarize(run, keep_timeline=record, attributed=attribute, interval_name=interval_name)
 
     def run_at(clock_mhz: float) -> SimRun:
         return simulate(sched, at_clock(arch, clock_mhz), **kwargs)
 
-    solution = sustained_clock(arch, sched, run_at)
+    with fewer_collections():
+        solution = sustained_clock(arch, sched, run_at)
     prediction = summarize(
         solution.run, keep_timeline=record, attributed=attribute, interval_name=interval_name
     )

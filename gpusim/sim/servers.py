@@ -40,7 +40,8 @@ class FifoServer:
     ) -> tuple[float, float]:
         """Book ``amount`` of work; returns (start, end) in ns without creating an event."""
         now = self.env.now if earliest_ns is None else earliest_ns
-        start = max(now, self.free_at_ns)
+        free = self.free_at_ns
+        start = free if free > now else now  # max(now, free) without the call
         duration = amount / self.rate_per_ns
         end = start + duration
         self.free_at_ns = end
