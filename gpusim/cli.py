@@ -465,6 +465,7 @@ def validate_cmd(
     markdown: Annotated[
         str | None, typer.Option("--markdown", help="Also write the accuracy report (Markdown) here.")
     ] = None,
+    model: ModelOption = None,
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
     quiet: QuietFlag = False,
@@ -480,7 +481,8 @@ def validate_cmd(
     costs = "calibrated" if calibrated else "datasheet"
     with progress_bar("validate: rows", quiet) as progress:
         results, summary = run_validate(files, costs=costs, arch_filter=arch, jobs=jobs or None,
-                                        max_events=max_events or None, on_progress=progress)  # fmt: skip
+                                        max_events=max_events or None, on_progress=progress,
+                                        model=model)  # fmt: skip
     if plot:
         from gpusim.calibrate.plot import plot_predicted_vs_measured
 
