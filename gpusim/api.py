@@ -14,6 +14,8 @@ notebooks and the benchmarks go through :func:`predict`.
 from __future__ import annotations
 
 import dataclasses
+import math
+import reprlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from gpusim.autotune import default_problem as auto_default_problem
 from gpusim.autotune import is_auto, search
 from gpusim.autotune import problem_keys as auto_problem_keys
 from gpusim.costs import with_costs
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 from gpusim.mechanisms import with_model
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
@@ -125,6 +127,7 @@ def predict(
     Raises InputError (bad input), ScheduleRefused (hardware or budget check), DeadlockError or
     LimitExceeded; all are :class:`gpusim.GpusimError`.
     """
+    _check_options(schedule, arch, costs, max_events, deadline_s, on_progress, resources)
     arch_obj = with_model(
         load_arch(arch if arch is not None else reference_arch(schedule), costs=costs), model
     )
@@ -138,6 +141,38 @@ def predict(
         sched, _ = schedule_with_build(sched, arch_obj, resources)
     return predict_resolved(sched, arch_obj, record=record, exact=exact, attribute=attribute,
                             deadline_s=deadline_s, max_events=max_events)  # fmt: skip
+
+
+def _check_options(schedule: Any, arch: Any, costs: Any, max_events: Any, deadline_s: Any, on_progress: Any,
+                   resources: Any) -> None:  # fmt: skip
+    """Refuse, before any work, arguments of the wrong type or range (one-line InputErrors)."""
+    if not isinstance(schedule, str | Path | ScheduleSpec | Schedule):
+        raise InputError(
+            f"schedule: expected a name, a YAML path or a loaded schedule, got {_kind(schedule)}"
+        )
+    if arch is not None and not isinstance(arch, str | Path | Arch):
+        raise InputError(f"arch: expected an arch id, a YAML path or an Arch, got {_kind(arch)}")
+    if not isinstance(costs, str | Path):
+        raise InputError(f"costs: expected 'calibrated', 'datasheet' or an overlay path, got {_kind(costs)}")
+    if max_events is not None and (
+        isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1
+    ):
+        raise InputError(f"max_events: expected a whole number of events >= 1 (None: no limit), got "
+                         f"{_kind(max_events)}")  # fmt: skip
+    if deadline_s is not None and (
+        isinstance(deadline_s, bool)
+        or not isinstance(deadline_s, int | float)
+        or not math.isfinite(deadline_s)
+    ):
+        raise InputError(f"deadline_s: expected a finite time.perf_counter() value, got {_kind(deadline_s)}")
+    if on_progress is not None and not callable(on_progress):
+        raise InputError(f"on_progress: expected a function (done, total), got {_kind(on_progress)}")
+    if resources is not None and not isinstance(resources, str | Path) and not hasattr(resources, "kernels"):
+        raise InputError(f"resources: expected a build's path or its BuildReport, got {_kind(resources)}")
+
+
+def _kind(value: Any) -> str:
+    return f"{type(value).__name__} {quote(reprlib.repr(value), 60)}"
 
 
 def _predict_auto(kind: str, arch: Arch, problem: dict[str, Any], *, record: bool, exact: bool, attribute: bool,

@@ -33,16 +33,28 @@ class StrictModel(BaseModel):
     )
 
 
+MIN_CLOCK_MHZ = 1.0
+MAX_CLOCK_MHZ = 100_000.0
+"""Clock bounds an arch file may give (any real GPU runs at 100-3,000 MHz): outside them it is a typo."""
+MIN_BANDWIDTH_BYTES_PER_S = 1e6
+MAX_BANDWIDTH_BYTES_PER_S = 1e18
+"""Bandwidth bounds (1 MB/s to 1 EB/s; real HBM and L2 are 0.9-30 TB/s)."""
+MAX_SM_COUNT = 4096
+"""The most SMs an arch may have (the largest GPUs have under 200): the simulation holds state per SM."""
+ARCH_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$"
+"""An arch id: letters, digits and ``_ . + -``, at most 64 characters (it names files and appears in messages)."""
+
+
 class Clocks(StrictModel):
     """Clock frequencies. Tensor peaks are quoted at ``tensor_clock_mhz``, which can differ from boost."""
 
-    boost_clock_mhz: float = Field(gt=0)
+    boost_clock_mhz: float = Field(ge=MIN_CLOCK_MHZ, le=MAX_CLOCK_MHZ)
     """Maximum boost clock."""
-    base_clock_mhz: float | None = Field(default=None, gt=0)
+    base_clock_mhz: float | None = Field(default=None, ge=MIN_CLOCK_MHZ, le=MAX_CLOCK_MHZ)
     """Base clock, where published."""
-    tensor_clock_mhz: float = Field(gt=0)
+    tensor_clock_mhz: float = Field(ge=MIN_CLOCK_MHZ, le=MAX_CLOCK_MHZ)
     """The clock at which the vendor's dense tensor-core peak is computed (H100 SXM: 1830 MHz)."""
-    cuda_core_clock_mhz: float = Field(gt=0)
+    cuda_core_clock_mhz: float = Field(ge=MIN_CLOCK_MHZ, le=MAX_CLOCK_MHZ)
     """The clock at which the vendor's FP32 (CUDA-core) peak is computed."""
 
 
@@ -53,13 +65,13 @@ class Memory(StrictModel):
     """Memory technology, e.g. HBM3."""
     hbm_capacity_bytes: float = Field(gt=0)
     """Device memory capacity (decimal bytes as the vendor quotes it)."""
-    hbm_bandwidth_bytes_per_s: float = Field(gt=0)
+    hbm_bandwidth_bytes_per_s: float = Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)
     """Peak device-memory bandwidth from the datasheet."""
     hbm_latency_ns: float = Field(gt=0)
     """Load-to-use latency of an L2 miss served by device memory."""
     l2_size_bytes: float = Field(gt=0)
     """L2 cache capacity."""
-    l2_bandwidth_bytes_per_s: float = Field(gt=0)
+    l2_bandwidth_bytes_per_s: float = Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)
     """Achievable aggregate L2-to-SM read bandwidth (NVIDIA does not publish it; measured)."""
     l2_hit_latency_ns: float = Field(gt=0)
     """Load-to-use latency of an L2 hit in the near partition."""
@@ -342,7 +354,7 @@ class Calibration(StrictModel):
 class Arch(StrictModel):
     """One GPU: identity, clocks, memory, per-SM limits, compute rates, features, sources."""
 
-    id: str
+    id: str = Field(pattern=ARCH_ID_PATTERN)
     """Stable id, e.g. ``h100`` (the plain chip name is the SXM part)."""
     name: str
     """Marketing name."""
@@ -352,7 +364,7 @@ class Arch(StrictModel):
     """Microarchitecture."""
     compute_capability: str = Field(pattern=r"^\d+\.\d+$")
     """CUDA compute capability, e.g. ``9.0``."""
-    sm_count: int = Field(gt=0)
+    sm_count: int = Field(gt=0, le=MAX_SM_COUNT)
     """Enabled SMs."""
     clocks: Clocks
     """Clock frequencies."""

@@ -15,7 +15,7 @@ import typer
 from gpusim.cli_guard import PLOT_SUFFIXES, TRACE_SUFFIXES, YAML_SUFFIXES, check_output_path, run_guarded
 from gpusim.cli_guard import write_json as _print_json
 from gpusim.compiler import commands as _compiler_commands
-from gpusim.errors import EXIT_CODES_HELP, GpusimError, InputError
+from gpusim.errors import EXIT_CODES_HELP, GpusimError, InputError, quote
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 app = typer.Typer(
@@ -344,14 +344,18 @@ def compare_cmd(
 
     _one_format(as_json, as_csv)
     check_output_path(plot, "--plot", PLOT_SUFFIXES)
-    archs = [a.strip() for a in arch.split(",") if a.strip()]
+    archs = [a.strip() for a in arch.split(",")] if arch else []
+    if archs and not all(archs):
+        raise InputError(f"--arch '{quote(arch)}': an empty arch id between commas")
     vs_sets = []
     for item in vs or []:
         extra = {}
         for part in item.split(","):
             if "=" not in part:
-                raise InputError(f"--vs '{item}': expected KEY=VALUE")
+                raise InputError(f"--vs '{quote(item)}': expected KEY=VALUE")
             key, value = parse_override(part)
+            if key in extra:
+                raise InputError(f"--vs '{quote(item)}': {quote(key, 40)} is set twice")
             extra[key] = value
         vs_sets.append(extra)
     variants = build_variants(list(schedules), archs, vs_sets)
@@ -415,7 +419,7 @@ def roofline_cmd(
                 skipped.append(f"{name}: no FLOPs or no HBM traffic, so no arithmetic intensity")
             else:
                 points.append(pt)
-    if schedules and not points:
+    if not points:
         raise InputError("roofline: none of the schedules could be placed: " + "; ".join(skipped))
     r = roofs(arch_obj)
     costs_name = arch_obj.calibration.origin

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusim.arch import Arch
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,17 @@ def fit_params(arch: Arch) -> dict[str, FitParam]:
 
 def parse_fit_names(text: str | None, arch: Arch) -> list[str] | None:
     """``--fit a,b`` -> names (None: choose from the rows); unknown names refused."""
-    if not text:
+    if text is None:
         return None
     known = fit_params(arch)
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = [n.strip() for n in text.split(",")]
+    if not any(names):
+        raise InputError(f"--fit '{quote(text)}': no parameter named; fittable: {', '.join(known)}")
+    if not all(names):
+        raise InputError(f"--fit '{quote(text)}': an empty name between commas")
+    if len(set(names)) != len(names):
+        raise InputError(f"--fit '{quote(text)}': a parameter named twice")
     bad = [n for n in names if n not in known]
     if bad:
-        raise InputError(f"--fit: unknown parameter {', '.join(bad)}; fittable: {', '.join(known)}")
+        raise InputError(f"--fit: unknown parameter {quote(', '.join(bad))}; fittable: {', '.join(known)}")
     return names

@@ -18,7 +18,7 @@ from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement, read_measurements
 from gpusim.calibrate.predictor import Predictor, Skip, ignored_columns, problem_for
 from gpusim.calibrate.stats import error_pct, error_stats
-from gpusim.errors import GpusimError, InputError, UnknownNameError
+from gpusim.errors import GpusimError, InputError, UnknownNameError, quote
 from gpusim.mechanisms import with_model
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
@@ -142,9 +142,16 @@ def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_
 def validate(rows: list[Measurement], *, costs: Costs = "calibrated") -> list[RowResult]:
     """Predict measured rows (``gpusim.read_measurements``) in this process: one result per row with
     measured and predicted time, error and family, or why it was skipped (``gpusim validate`` in Python)."""
-    if costs not in ("calibrated", "datasheet"):
-        raise InputError(f"costs '{costs}': expected 'calibrated' or 'datasheet'")
-    return validate_rows(rows, costs=costs)
+    if not isinstance(costs, str) or costs not in ("calibrated", "datasheet"):
+        raise InputError(f"costs '{quote(costs)}': expected 'calibrated' or 'datasheet'")
+    if isinstance(rows, str | bytes | Path) or not isinstance(rows, list | tuple):
+        raise InputError(f"validate: expected the rows gpusim.read_measurements(path) returns, got "
+                         f"{type(rows).__name__}")  # fmt: skip
+    bad = next((i for i, r in enumerate(rows) if not isinstance(r, Measurement)), None)
+    if bad is not None:
+        raise InputError(f"validate: rows[{bad}]: expected a Measurement (gpusim.read_measurements), got "
+                         f"{type(rows[bad]).__name__}")  # fmt: skip
+    return validate_rows(list(rows), costs=costs)
 
 
 def summarize_results(results: list[RowResult]) -> dict[str, Any]:
