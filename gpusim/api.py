@@ -14,6 +14,8 @@ notebooks and the benchmarks go through :func:`predict`.
 from __future__ import annotations
 
 import dataclasses
+import math
+import reprlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,8 @@ from gpusim.autotune import default_problem as auto_default_problem
 from gpusim.autotune import is_auto, search
 from gpusim.autotune import problem_keys as auto_problem_keys
 from gpusim.costs import with_costs
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
+from gpusim.mechanisms import with_model
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.load import builtin_schedule_names, read_spec, resolve
@@ -90,6 +93,7 @@ def predict(
     arch: ArchLike | None = None,
     *,
     costs: str | Path = "calibrated",
+    model: str | None = None,
     record: bool = False,
     exact: bool = False,
     attribute: bool = True,
@@ -106,6 +110,9 @@ def predict(
       (the same for attention forward), a YAML path, or a loaded schedule.
     - ``arch``: an id, alias, YAML path or :class:`Arch`; default: the schedule's reference arch.
     - ``costs``: ``"calibrated"`` (default), ``"datasheet"`` or an overlay file (see :func:`load_arch`).
+    - ``model``: mechanisms to switch relative to the defaults, e.g. ``"+power"`` (the clock from the
+      arch's power model instead of its sustained clock; see ``gpusim.mechanisms`` and docs/power.md);
+      None: as the arch carries them (the defaults unless an earlier call set them).
     - ``record``: keep the simulation on ``Prediction.timeline`` (for traces and timeline plots).
     - ``exact``: simulate every event instead of fast-forwarding repeated periods (where supported).
     - ``attribute``: compute the critical-path attribution and verdict (off: time-only, faster).
@@ -120,7 +127,10 @@ def predict(
     Raises InputError (bad input), ScheduleRefused (hardware or budget check), DeadlockError or
     LimitExceeded; all are :class:`gpusim.GpusimError`.
     """
-    arch_obj = load_arch(arch if arch is not None else reference_arch(schedule), costs=costs)
+    _check_options(schedule, arch, costs, max_events, deadline_s, on_progress, resources)
+    arch_obj = with_model(
+        load_arch(arch if arch is not None else reference_arch(schedule), costs=costs), model
+    )
     if isinstance(schedule, str) and schedule.startswith("auto"):
         return _predict_auto(schedule, arch_obj, problem, record=record, exact=exact, attribute=attribute,
                              deadline_s=deadline_s, max_events=max_events, on_progress=on_progress)  # fmt: skip
@@ -131,6 +141,38 @@ def predict(
         sched, _ = schedule_with_build(sched, arch_obj, resources)
     return predict_resolved(sched, arch_obj, record=record, exact=exact, attribute=attribute,
                             deadline_s=deadline_s, max_events=max_events)  # fmt: skip
+
+
+def _check_options(schedule: Any, arch: Any, costs: Any, max_events: Any, deadline_s: Any, on_progress: Any,
+                   resources: Any) -> None:  # fmt: skip
+    """Refuse, before any work, arguments of the wrong type or range (one-line InputErrors)."""
+    if not isinstance(schedule, str | Path | ScheduleSpec | Schedule):
+        raise InputError(
+            f"schedule: expected a name, a YAML path or a loaded schedule, got {_kind(schedule)}"
+        )
+    if arch is not None and not isinstance(arch, str | Path | Arch):
+        raise InputError(f"arch: expected an arch id, a YAML path or an Arch, got {_kind(arch)}")
+    if not isinstance(costs, str | Path):
+        raise InputError(f"costs: expected 'calibrated', 'datasheet' or an overlay path, got {_kind(costs)}")
+    if max_events is not None and (
+        isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1
+    ):
+        raise InputError(f"max_events: expected a whole number of events >= 1 (None: no limit), got "
+                         f"{_kind(max_events)}")  # fmt: skip
+    if deadline_s is not None and (
+        isinstance(deadline_s, bool)
+        or not isinstance(deadline_s, int | float)
+        or not math.isfinite(deadline_s)
+    ):
+        raise InputError(f"deadline_s: expected a finite time.perf_counter() value, got {_kind(deadline_s)}")
+    if on_progress is not None and not callable(on_progress):
+        raise InputError(f"on_progress: expected a function (done, total), got {_kind(on_progress)}")
+    if resources is not None and not isinstance(resources, str | Path) and not hasattr(resources, "kernels"):
+        raise InputError(f"resources: expected a build's path or its BuildReport, got {_kind(resources)}")
+
+
+def _kind(value: Any) -> str:
+    return f"{type(value).__name__} {quote(reprlib.repr(value), 60)}"
 
 
 def _predict_auto(kind: str, arch: Arch, problem: dict[str, Any], *, record: bool, exact: bool, attribute: bool,

@@ -33,16 +33,28 @@ class StrictModel(BaseModel):
     )
 
 
+MIN_CLOCK_MHZ = 1.0
+MAX_CLOCK_MHZ = 100_000.0
+"""Clock bounds an arch file may give (any real GPU runs at 100-3,000 MHz): outside them it is a typo."""
+MIN_BANDWIDTH_BYTES_PER_S = 1e6
+MAX_BANDWIDTH_BYTES_PER_S = 1e18
+"""Bandwidth bounds (1 MB/s to 1 EB/s; real HBM and L2 are 0.9-30 TB/s)."""
+MAX_SM_COUNT = 4096
+"""The most SMs an arch may have (the largest GPUs have under 200): the simulation holds state per SM."""
+ARCH_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$"
+"""An arch id: letters, digits and ``_ . + -``, at most 64 characters (it names files and appears in messages)."""
+
+
 class Clocks(StrictModel):
     """Clock frequencies. Tensor peaks are quoted at ``tensor_clock_mhz``, which can differ from boost."""
 
-    boost_clock_mhz: float = Field(gt=0)
+    boost_clock_mhz: float = Field(ge=MIN_CLOCK_MHZ, le=MAX_CLOCK_MHZ)
     """Maximum boost clock."""
-    base_clock_mhz: float | None = Field(default=None, gt=0)
+    base_clock_mhz: float | None = Field(default=None, ge=MIN_CLOCK_MHZ, le=MAX_CLOCK_MHZ)
     """Base clock, where published."""
-    tensor_clock_mhz: float = Field(gt=0)
+    tensor_clock_mhz: float = Field(ge=MIN_CLOCK_MHZ, le=MAX_CLOCK_MHZ)
     """The clock at which the vendor's dense tensor-core peak is computed (H100 SXM: 1830 MHz)."""
-    cuda_core_clock_mhz: float = Field(gt=0)
+    cuda_core_clock_mhz: float = Field(ge=MIN_CLOCK_MHZ, le=MAX_CLOCK_MHZ)
     """The clock at which the vendor's FP32 (CUDA-core) peak is computed."""
 
 
@@ -53,13 +65,13 @@ class Memory(StrictModel):
     """Memory technology, e.g. HBM3."""
     hbm_capacity_bytes: float = Field(gt=0)
     """Device memory capacity (decimal bytes as the vendor quotes it)."""
-    hbm_bandwidth_bytes_per_s: float = Field(gt=0)
+    hbm_bandwidth_bytes_per_s: float = Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)
     """Peak device-memory bandwidth from the datasheet."""
     hbm_latency_ns: float = Field(gt=0)
     """Load-to-use latency of an L2 miss served by device memory."""
     l2_size_bytes: float = Field(gt=0)
     """L2 cache capacity."""
-    l2_bandwidth_bytes_per_s: float = Field(gt=0)
+    l2_bandwidth_bytes_per_s: float = Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)
     """Achievable aggregate L2-to-SM read bandwidth (NVIDIA does not publish it; measured)."""
     l2_hit_latency_ns: float = Field(gt=0)
     """Load-to-use latency of an L2 hit in the near partition."""
@@ -259,6 +271,31 @@ class TensorCores(StrictModel):
         return getattr(self, name, None)
 
 
+class Power(StrictModel):
+    """The board's power budget and the energy its units spend (``gpusim.sim.power`` turns it into the
+    clock a kernel sustains). Energies are per operation at the max boost clock's voltage; dynamic
+    energy scales with the square of the voltage, which the power model takes as proportional to the
+    clock (P_dynamic ~ f^3); HBM energy is on the memory rail and does not scale."""
+
+    board_power_limit_w: float = Field(gt=0)
+    """Board power limit (TDP/TGP) the clock manager holds the average power under."""
+    static_power_w: float = Field(ge=0)
+    """Power drawn whatever the kernel does (leakage, idle clocks, board, memory refresh)."""
+    tensor_fp16_pj_per_flop: float = Field(gt=0)
+    """Energy per dense FP16/BF16 tensor-core FLOP; other dtypes cost the same per tensor-core clock
+    (pJ/FLOP scaled by the FP16 rate over the dtype's rate)."""
+    fp32_pj_per_op: float = Field(gt=0)
+    """Energy per CUDA-core lane operation (an FFMA counts once); also charged for int and cvt ops."""
+    sfu_pj_per_op: float = Field(gt=0)
+    """Energy per SFU (MUFU) lane result."""
+    smem_pj_per_byte: float = Field(gt=0)
+    """Energy per byte read or written in shared memory / L1 (lds/sts, TMA and cp.async landings, TMEM)."""
+    l2_pj_per_byte: float = Field(gt=0)
+    """Energy per byte through the L2."""
+    hbm_pj_per_byte: float = Field(gt=0)
+    """Energy per byte read from or written to HBM, beyond its L2 pass (memory rail: not clock-scaled)."""
+
+
 class Features(StrictModel):
     """Feature flags; each must agree with the rest of the file."""
 
@@ -307,6 +344,9 @@ class Calibration(StrictModel):
     """Achievable fraction of the tensor-core rate while the tensor core is busy."""
     cuda_core_issue_efficiency: float = Field(default=1.0, gt=0, le=1)
     """Achievable fraction of the CUDA-core and SFU rates while busy."""
+    energy_scale: float = Field(default=1.0, gt=0)
+    """Multiplier on every dynamic energy of the arch's ``power`` block (the power model's one fitted
+    parameter; used only with the ``power`` mechanism on)."""
     provenance: dict[str, Any] = {}
     """For calibrated values: rows used, date, error before and after."""
 
@@ -314,7 +354,7 @@ class Calibration(StrictModel):
 class Arch(StrictModel):
     """One GPU: identity, clocks, memory, per-SM limits, compute rates, features, sources."""
 
-    id: str
+    id: str = Field(pattern=ARCH_ID_PATTERN)
     """Stable id, e.g. ``h100`` (the plain chip name is the SXM part)."""
     name: str
     """Marketing name."""
@@ -324,7 +364,7 @@ class Arch(StrictModel):
     """Microarchitecture."""
     compute_capability: str = Field(pattern=r"^\d+\.\d+$")
     """CUDA compute capability, e.g. ``9.0``."""
-    sm_count: int = Field(gt=0)
+    sm_count: int = Field(gt=0, le=MAX_SM_COUNT)
     """Enabled SMs."""
     clocks: Clocks
     """Clock frequencies."""
@@ -340,6 +380,11 @@ class Arch(StrictModel):
     """Feature flags."""
     tma_latency_extra_ns: float | None = Field(default=None, ge=0)
     """Extra latency of a TMA load over a plain global load (Hopper and later)."""
+    power: Power | None = None
+    """Board power limit and energy per operation (the power model; None: the arch has none)."""
+    mechanisms: list[str] | None = None
+    """Model mechanisms switched on for predictions with this arch (None: the defaults; see
+    ``gpusim.mechanisms``). Set by ``gpusim.predict(..., model=...)``, not usually in a file."""
     calibration: Calibration = Calibration()
     """Calibrated costs (datasheet defaults)."""
     sources: dict[str, str]

@@ -15,7 +15,7 @@ import typer
 from gpusim.cli_guard import PLOT_SUFFIXES, TRACE_SUFFIXES, YAML_SUFFIXES, check_output_path, run_guarded
 from gpusim.cli_guard import write_json as _print_json
 from gpusim.compiler import commands as _compiler_commands
-from gpusim.errors import EXIT_CODES_HELP, GpusimError, InputError
+from gpusim.errors import EXIT_CODES_HELP, GpusimError, InputError, quote
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 app = typer.Typer(
@@ -48,6 +48,14 @@ OverlayOption = Annotated[
     str | None, typer.Option("--overlay", help="Use the calibrated costs of this overlay YAML file.")
 ]
 QuietFlag = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Switch model mechanisms relative to the defaults: +power (the clock from the arch's power "
+        "model, the highest whose average power fits under the board limit), -power; comma-separated.",
+    ),
+]
 SetsOption = Annotated[
     list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE problem or parameter override.")
 ]
@@ -142,6 +150,7 @@ def predict(
     as_csv: CsvFlag = False,
     calibrated: CalibratedFlag = True,
     overlay: OverlayOption = None,
+    model: ModelOption = None,
     exact: Annotated[
         bool, typer.Option("--exact", help="Simulate every event (no fast-forward of repeated periods).")
     ] = False,
@@ -191,8 +200,8 @@ def predict(
     record = trace is not None or plot is not None
     with progress_bar(f"{schedule}: searching", quiet or not schedule.startswith("auto")) as progress:
         build = _compiler_commands.build_for_predict(schedule, arch, resources) if resources else None
-        prediction = api_predict(schedule, arch or None, costs=_costs(calibrated, overlay), record=record,
-                                 exact=exact, max_events=max_events or None, on_progress=progress,
+        prediction = api_predict(schedule, arch or None, costs=_costs(calibrated, overlay), model=model,
+                                 record=record, exact=exact, max_events=max_events or None, on_progress=progress,
                                  resources=build, **_overrides(sets))  # fmt: skip
     run = prediction.timeline
     if plot is not None:
@@ -335,14 +344,18 @@ def compare_cmd(
 
     _one_format(as_json, as_csv)
     check_output_path(plot, "--plot", PLOT_SUFFIXES)
-    archs = [a.strip() for a in arch.split(",") if a.strip()]
+    archs = [a.strip() for a in arch.split(",")] if arch else []
+    if archs and not all(archs):
+        raise InputError(f"--arch '{quote(arch)}': an empty arch id between commas")
     vs_sets = []
     for item in vs or []:
         extra = {}
         for part in item.split(","):
             if "=" not in part:
-                raise InputError(f"--vs '{item}': expected KEY=VALUE")
+                raise InputError(f"--vs '{quote(item)}': expected KEY=VALUE")
             key, value = parse_override(part)
+            if key in extra:
+                raise InputError(f"--vs '{quote(item)}': {quote(key, 40)} is set twice")
             extra[key] = value
         vs_sets.append(extra)
     variants = build_variants(list(schedules), archs, vs_sets)
@@ -406,7 +419,7 @@ def roofline_cmd(
                 skipped.append(f"{name}: no FLOPs or no HBM traffic, so no arithmetic intensity")
             else:
                 points.append(pt)
-    if schedules and not points:
+    if not points:
         raise InputError("roofline: none of the schedules could be placed: " + "; ".join(skipped))
     r = roofs(arch_obj)
     costs_name = arch_obj.calibration.origin
@@ -456,6 +469,7 @@ def validate_cmd(
     markdown: Annotated[
         str | None, typer.Option("--markdown", help="Also write the accuracy report (Markdown) here.")
     ] = None,
+    model: ModelOption = None,
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
     quiet: QuietFlag = False,
@@ -471,7 +485,8 @@ def validate_cmd(
     costs = "calibrated" if calibrated else "datasheet"
     with progress_bar("validate: rows", quiet) as progress:
         results, summary = run_validate(files, costs=costs, arch_filter=arch, jobs=jobs or None,
-                                        max_events=max_events or None, on_progress=progress)  # fmt: skip
+                                        max_events=max_events or None, on_progress=progress,
+                                        model=model)  # fmt: skip
     if plot:
         from gpusim.calibrate.plot import plot_predicted_vs_measured
 
@@ -515,6 +530,7 @@ def calibrate_cmd(
         ),
     ] = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
+    model: ModelOption = None,
     as_json: JsonFlag = False,
     quiet: QuietFlag = False,
 ) -> None:
@@ -534,7 +550,9 @@ def calibrate_cmd(
         check_output_path(out, "--out", YAML_SUFFIXES)
     if max_rows < 0:
         raise InputError(f"--max-rows {max_rows}: expected 0 (every usable row) or more")
-    base = load_arch(arch, costs="datasheet")
+    from gpusim.mechanisms import with_model
+
+    base = with_model(load_arch(arch, costs="datasheet"), model)
     with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
         result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
                            on_progress=progress)  # fmt: skip

@@ -89,8 +89,17 @@ def compare(
     variant; a variant's own ``overrides`` come last."""
     from gpusim.api import default_problem, predict, problem_keys
 
+    if isinstance(variants, str | bytes) or not isinstance(variants, list | tuple):
+        raise InputError(f"compare: expected a list of gpusim.Variant, got {type(variants).__name__}")
     if not variants:
         raise InputError("compare needs at least one variant")
+    for i, v in enumerate(variants):
+        if not isinstance(v, Variant):
+            raise InputError(f"compare: variants[{i}]: expected a gpusim.Variant(schedule, arch, overrides), "
+                             f"got {type(v).__name__}")  # fmt: skip
+    if not isinstance(costs, str):
+        raise InputError(f"compare: costs: expected 'calibrated', 'datasheet' or an overlay path, got "
+                         f"{type(costs).__name__}")  # fmt: skip
     first = variants[0]
     first_keys = set(problem_keys(first.schedule))
     base = dict(default_problem(first.schedule, first.arch))

@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from gpusim.arch import Arch, Calibration, is_builtin_arch_id, load_arch
-from gpusim.calibrate.overlay import find_overlay, read_overlay_file
-from gpusim.errors import InputError, format_validation_error
+from gpusim.calibrate.overlay import find_overlay, read_overlay_arch, read_overlay_file
+from gpusim.errors import InputError, format_validation_error, quote
 
 CostsName = Literal["calibrated", "datasheet"]
 COSTS_NAMES: tuple[str, ...] = ("calibrated", "datasheet")
@@ -33,6 +33,10 @@ def overlay_file_of(arch: Arch) -> str | None:
 
 def _merge(arch: Arch, path: Path) -> Arch:
     values = read_overlay_file(path)
+    fitted_for = read_overlay_arch(path)
+    if fitted_for is not None and fitted_for != arch.id:
+        raise InputError(f"{quote(path)}: the overlay was fitted for arch '{quote(fitted_for, 40)}', not "
+                         f"'{arch.id}'; give that arch, or an overlay fitted for '{arch.id}'")  # fmt: skip
     provenance = {**(values.get("provenance") or {}), "overlay_file": str(path)}
     try:
         return with_calibration(arch, {**values, "origin": "calibrated", "provenance": provenance})

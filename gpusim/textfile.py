@@ -48,6 +48,12 @@ def read_text_file(path: Path, *, what: str, max_bytes: int) -> str:
 
 def decode_utf8(data: bytes, source: str) -> str:
     """``data`` as UTF-8 text without a leading BOM; bad bytes are reported with their line and column."""
+    nul = data.find(b"\0")
+    if nul >= 0:  # no text format gpusim reads has NUL bytes: this is a binary file (or a corrupt one)
+        line = data.count(b"\n", 0, nul) + 1
+        column = nul - (data.rfind(b"\n", 0, nul) + 1) + 1
+        raise InputError(f"{source}: cannot read file: a NUL byte at line {line} column {column}; expected a text "
+                         "file (UTF-8)")  # fmt: skip
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -89,7 +89,7 @@ def read_measurements(paths: list[str | Path], start: int = 0) -> list[Measureme
         csv.field_size_limit(
             max(csv.field_size_limit(), MAX_CSV_BYTES)
         )  # a long cell marks its row, not the file
-        reader = csv.reader(io.StringIO(text, newline=""))
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)  # an unclosed quote is an error
         try:
             header = next(reader, None)
             if header is None:

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from gpusim.arch import archs_dir
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 from gpusim.yamlio import read_yaml_mapping
 
 CALIBRATION_DIR_ENV = "GPUSIM_CALIBRATION_DIR"
@@ -62,16 +62,24 @@ def overlay_files() -> list[Path]:
 
 def read_overlay_file(path: Path) -> dict[str, Any]:
     """The ``calibration`` mapping of an overlay file."""
-    return dict(_read_overlay_cached(Path(path).resolve(), Path(path).stat().st_mtime_ns))
+    return dict(_read_overlay_cached(Path(path).resolve(), Path(path).stat().st_mtime_ns)[1])
+
+
+def read_overlay_arch(path: Path) -> str | None:
+    """The arch id an overlay file was fitted for (its ``arch`` key), if it names one."""
+    return _read_overlay_cached(Path(path).resolve(), Path(path).stat().st_mtime_ns)[0]
 
 
 @cache
-def _read_overlay_cached(path: Path, _mtime_ns: int) -> dict[str, Any]:
+def _read_overlay_cached(path: Path, _mtime_ns: int) -> tuple[str | None, dict[str, Any]]:
     data = read_yaml_mapping(path)
     cal = data.get("calibration")
     if not isinstance(cal, dict):
         raise InputError(f"{path}: an arch overlay needs a 'calibration' mapping")
-    return cal
+    arch = data.get("arch")
+    if arch is not None and not isinstance(arch, str):
+        raise InputError(f"{path}: field 'arch': expected an arch id (text), got {quote(repr(arch), 60)}")
+    return arch, cal
 
 
 def write_overlay(path: Path, arch_id: str, calibration: dict[str, Any]) -> None:

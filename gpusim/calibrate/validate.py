@@ -18,7 +18,8 @@ from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement, read_measurements
 from gpusim.calibrate.predictor import Predictor, Skip, ignored_columns, problem_for
 from gpusim.calibrate.stats import error_pct, error_stats
-from gpusim.errors import GpusimError, InputError, UnknownNameError
+from gpusim.errors import GpusimError, InputError, UnknownNameError, quote
+from gpusim.mechanisms import with_model
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 Costs = Literal["datasheet", "calibrated"]
@@ -68,16 +69,17 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def arch_for(name: str, costs: Costs, cache: dict[str, Arch | str]) -> Arch:
-    """The arch a row names, with shipped calibrated costs when ``costs`` is calibrated."""
-    key = f"{name}|{costs}"
+def arch_for(name: str, costs: Costs, cache: dict[str, Arch | str], model: str | None = None) -> Arch:
+    """The arch a row names, with shipped calibrated costs when ``costs`` is calibrated (and the
+    mechanisms ``model`` switches, ``gpusim.mechanisms``)."""
+    key = f"{name}|{costs}|{model}"
     hit = cache.get(key)
     if isinstance(hit, str):
         raise Skip(hit)
     if hit is not None:
         return hit
     try:
-        arch = load_arch(resolve_arch_id(name), costs=costs)
+        arch = with_model(load_arch(resolve_arch_id(name), costs=costs), model)
     except UnknownNameError:
         cache[key] = f"unknown arch '{name}'"
         raise Skip(cache[key]) from None
@@ -100,7 +102,8 @@ def precheck(m: Measurement) -> str | None:
 
 def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_filter: str | None = None,
                   predictor: Predictor | None = None, arch_override: Arch | None = None,
-                  on_progress: Callable[[int, int], None] | None = None) -> list[RowResult]:  # fmt: skip
+                  on_progress: Callable[[int, int], None] | None = None,
+                  model: str | None = None) -> list[RowResult]:  # fmt: skip
     """Predict each row (``arch_override``: use this Arch for every row of its id;
     ``on_progress(done, total)`` after each row)."""
     predictor = predictor or Predictor()
@@ -122,7 +125,7 @@ def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_
             except (ValueError, KeyError) as exc:
                 missing = f"column {exc} is empty" if isinstance(exc, KeyError) else str(exc)
                 raise Skip(f"measured value not usable: {missing}") from None
-            arch = arch_for(m.arch, costs, arch_cache)
+            arch = arch_for(m.arch, costs, arch_cache, model)
             res.arch = arch.id
             if wanted is not None and arch.id != wanted:
                 raise Skip(f"arch {arch.id} not selected (--arch {wanted})")
@@ -139,9 +142,16 @@ def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_
 def validate(rows: list[Measurement], *, costs: Costs = "calibrated") -> list[RowResult]:
     """Predict measured rows (``gpusim.read_measurements``) in this process: one result per row with
     measured and predicted time, error and family, or why it was skipped (``gpusim validate`` in Python)."""
-    if costs not in ("calibrated", "datasheet"):
-        raise InputError(f"costs '{costs}': expected 'calibrated' or 'datasheet'")
-    return validate_rows(rows, costs=costs)
+    if not isinstance(costs, str) or costs not in ("calibrated", "datasheet"):
+        raise InputError(f"costs '{quote(costs)}': expected 'calibrated' or 'datasheet'")
+    if isinstance(rows, str | bytes | Path) or not isinstance(rows, list | tuple):
+        raise InputError(f"validate: expected the rows gpusim.read_measurements(path) returns, got "
+                         f"{type(rows).__name__}")  # fmt: skip
+    bad = next((i for i, r in enumerate(rows) if not isinstance(r, Measurement)), None)
+    if bad is not None:
+        raise InputError(f"validate: rows[{bad}]: expected a Measurement (gpusim.read_measurements), got "
+                         f"{type(rows[bad]).__name__}")  # fmt: skip
+    return validate_rows(list(rows), costs=costs)
 
 
 def summarize_results(results: list[RowResult]) -> dict[str, Any]:
@@ -179,11 +189,12 @@ def _reason_key(reason: str | None) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _worker(args: tuple[list[Measurement], Costs, str | None, float | None]) -> tuple[list[RowResult], int]:
-    rows, costs, arch_filter, max_events = args
+def _worker(args: tuple[list[Measurement], Costs, str | None, float | None, str | None],
+            ) -> tuple[list[RowResult], int]:  # fmt: skip
+    rows, costs, arch_filter, max_events, model = args
     predictor = Predictor(max_events)
     return validate_rows(
-        rows, costs=costs, arch_filter=arch_filter, predictor=predictor
+        rows, costs=costs, arch_filter=arch_filter, predictor=predictor, model=model
     ), predictor.simulations
 
 
@@ -295,6 +306,7 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
                  jobs: int | None = None,
                  max_events: int | None = DEFAULT_MAX_EVENTS,
                  on_progress: Callable[[int, int], None] = lambda done, total: None,
+                 model: str | None = None,
                  ) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
     """Read, predict and summarise; the summary carries the wall time and simulation count.
 
@@ -321,7 +333,7 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         simulations = 0
         on_progress(len(results), len(rows))
         for out, count in _map_in_processes(
-            _worker, [(t, costs, arch_filter, max_events) for t in tasks], jobs
+            _worker, [(t, costs, arch_filter, max_events, model) for t in tasks], jobs
         ):
             results.extend(out)
             simulations += count
@@ -330,10 +342,12 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
     else:
         predictor = Predictor(max_events)
         results = validate_rows(rows, costs=costs, arch_filter=arch_filter, predictor=predictor,
-                                on_progress=on_progress)  # fmt: skip
+                                on_progress=on_progress, model=model)  # fmt: skip
         simulations = predictor.simulations
     summary = summarize_results(results)
     summary["costs"] = costs
+    if model is not None:
+        summary["model"] = model
     summary["files"] = [str(p) for p in paths]
     summary["wall_s"] = round(time.perf_counter() - t0, 2)
     summary["predictions_run"] = simulations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -132,7 +133,7 @@ def read_problems(path: str | Path) -> list[dict[str, Any]]:
     file = Path(path)
     text = read_text_file(file, what="a problems CSV", max_bytes=MAX_PROBLEMS_BYTES)
     try:
-        reader = csv.DictReader(text.splitlines())
+        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
         fields = reader.fieldnames
     except csv.Error as exc:
         raise InputError(f"--problems {file}: not a CSV file ({str(exc)[:120]})") from None

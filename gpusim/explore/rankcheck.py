@@ -80,7 +80,7 @@ def _groups_column(path: Path) -> dict[int, str]:
 
     text = read_text_file(path, what="a measurement CSV file", max_bytes=MAX_CSV_BYTES)
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
+        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
         if "ablation" not in (reader.fieldnames or []):
             return {}
         return {line: (row.get("ablation") or "").strip() for line, row in enumerate(reader, start=2)}

@@ -39,6 +39,11 @@ def register_rank_check(app: typer.Typer) -> None:
             results = rank_check(files, costs, executor)
         finally:
             executor.close()
+        if not any(r.pairs for r in results):
+            from gpusim.errors import InputError, quote
+
+            raise InputError(f"rank-check {quote(' '.join(files), 120)}: no ablation has two predicted rows to "
+                             "order (group rows by an 'ablation' column; see data/measurements/ablations.csv)")  # fmt: skip
         if markdown_out:
             try:
                 Path(markdown_out).write_text(markdown(results, costs, files), encoding="utf-8")

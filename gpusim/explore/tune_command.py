@@ -68,7 +68,7 @@ def register_tune(app: typer.Typer) -> None:
         """Search a kernel's library candidate space (CUTLASS / DeepGEMM / FlashAttention tiles, stages,
         clusters) for the fastest legal configuration: exhaustive when small, optuna-sampled when large."""
         from gpusim.cli_guard import check_output_path, write_json
-        from gpusim.errors import InputError
+        from gpusim.errors import InputError, quote
         from gpusim.explore.cli_args import archs_option as _archs
         from gpusim.explore.cli_args import parse_sets as _parse_sets
         from gpusim.explore.executors import make_executor
@@ -84,7 +84,10 @@ def register_tune(app: typer.Typer) -> None:
 
             output_format(out)
             check_output_path(out, "--out", (".parquet", ".csv"))
-        arch_id = _archs(arch, "h100")[0]
+        arch_ids = _archs(arch, "h100")
+        if len(arch_ids) > 1:
+            raise InputError(f"--arch '{quote(arch)}': tune searches one arch; run it once per arch")
+        arch_id = arch_ids[0]
         costs = "datasheet" if datasheet else "calibrated"
         executor = make_executor(scheduler, jobs or None)
         try:

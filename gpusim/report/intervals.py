@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 
 Interval = tuple[float, float]
@@ -42,8 +43,19 @@ def subtract(base: list[Interval], cut: list[Interval]) -> list[Interval]:
 
 
 def clip(intervals: list[Interval], lo: float, hi: float) -> list[Interval]:
-    """The parts of sorted, disjoint ``intervals`` inside ``[lo, hi]``."""
-    return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
+    """The parts of sorted, disjoint ``intervals`` inside ``[lo, hi]`` (a binary search finds the first,
+    so clipping a long timeline to a short window costs the window, not the timeline)."""
+    out: list[Interval] = []
+    for i in range(bisect.bisect_right(intervals, lo, key=_end), len(intervals)):
+        a, b = intervals[i]
+        if a >= hi:
+            break
+        out.append((max(a, lo), min(b, hi)))
+    return out
+
+
+def _end(interval: Interval) -> float:
+    return interval[1]
 
 
 def total(intervals: Iterable[Interval]) -> float:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import DeadlockError, InputError, ScheduleRefused, UnknownNameError
+from gpusim.errors import DeadlockError, InputError, ScheduleRefused, UnknownNameError, quote
 from gpusim.schedule.balance import check_balance
 from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Role, Schedule
@@ -341,6 +341,13 @@ def _check_mma(sched: Schedule, arch: Arch, stmt: Any, env: dict[str, Any], wher
             legal = "; ".join(s.describe() for s in spec.shapes)
             raise ScheduleRefused(f"{where}: {unit_name} {dtype_name} instruction shape "
                                   f"m{shape[0]}n{shape[1]}k{shape[2]} is not legal on {arch.id} (legal: {legal})")  # fmt: skip
+        work = [_try_eval(e, env) for e in args.mnk] if args.mnk is not None else []
+        if None not in shape and len(work) == 3:
+            for dim, size, instr in zip("mnk", work, shape, strict=True):
+                if isinstance(size, int | float) and instr and size % instr:
+                    raise ScheduleRefused(f"{where}: {unit_name} {dtype_name}: the op's {dim} = {quote(size, 30)} is not "
+                                          f"a whole number of m{shape[0]}n{shape[1]}k{shape[2]} instructions "
+                                          f"({dim} must be a multiple of {instr})")  # fmt: skip
 
 
 def _check_block_scale(stmt: Any, env: dict[str, Any], where: str, unit_name: str, dtype_name: str, spec: Any,

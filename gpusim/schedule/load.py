@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -145,6 +146,19 @@ def _int(value: Any, where: str, minimum: int | None = None) -> int:
     return int(value)
 
 
+def _amount(raw: Any, env: dict[str, Any], where: str) -> float:
+    """Evaluate a count of work (FLOPs, bytes): a finite number >= 0."""
+    value = _eval(raw, env, where)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(
+            f"{where}: expected a number, got {quote(repr(value) if not isinstance(value, str) else value, 80)}"
+        )
+    number = float(value) if isinstance(value, float) or abs(value) < 1e300 else math.inf
+    if not math.isfinite(number) or number < 0:
+        raise InputError(f"{where}: expected a finite number >= 0, got {quote(repr(value), 40)}")
+    return number
+
+
 def _num(raw: Any, env: dict[str, Any], where: str, minimum: int) -> int:
     """Evaluate a whole-number field and check its range, naming the field."""
     return _int(_eval(raw, env, where), where, minimum)
@@ -242,10 +256,10 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
         env=env,
         dtype=env["dtype"],
         mixes=spec.mixes,
-        flops=float(_eval(spec.metrics.flops, env, f"{src}: metrics.flops")),
-        compulsory_bytes=float(_eval(spec.metrics.compulsory_bytes, env, f"{src}: metrics.compulsory_bytes")),
+        flops=_amount(spec.metrics.flops, env, f"{src}: metrics.flops"),
+        compulsory_bytes=_amount(spec.metrics.compulsory_bytes, env, f"{src}: metrics.compulsory_bytes"),
         metrics_dtype=metrics_dtype,
-        workspace_bytes=float(_eval(spec.metrics.workspace_bytes, env, f"{src}: metrics.workspace_bytes")),
+        workspace_bytes=_amount(spec.metrics.workspace_bytes, env, f"{src}: metrics.workspace_bytes"),
         launch=launch,
         operands=operands,
         buffers=buffers,
@@ -298,6 +312,10 @@ def _check_problem_sizes(spec: ScheduleSpec, env: dict[str, Any], src: str) -> N
             continue
         where = f"{src}: problem.{key}"
         if isinstance(value, bool):
+            if key not in SIZE_FLAGS:
+                raise InputError(
+                    f"{where}: expected a size (a whole number), got boolean {str(value).lower()}"
+                )
             value = int(value)
         number = _int(value, where)
         low = 0 if key in SIZE_FLAGS or key in SIZE_MAY_BE_ZERO else 1
@@ -345,7 +363,12 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
     parts = None if sch.parts is None else _num(sch.parts, env, f"{src}: launch.scheduler.parts", 1)
     pinned = ls.ctas_per_sm != "auto"
     ctas_per_sm = _num(ls.ctas_per_sm, env, f"{src}: launch.ctas_per_sm", 1) if pinned else 0
-    _check_launch_size(grid, _num(sch.splits, env, f"{src}: launch.scheduler.splits", 1), src)
+    splits = _num(sch.splits, env, f"{src}: launch.scheduler.splits", 1)
+    _check_launch_size(grid, splits, src)
+    k_tiles = env.get("KT")
+    if splits > 1 and isinstance(k_tiles, int) and not isinstance(k_tiles, bool) and splits > k_tiles:
+        raise InputError(f"{src}: launch.scheduler.splits: {splits:,} splits of {k_tiles:,} k-tiles (KT) leave "
+                         f"splits with no work; expected at most {k_tiles:,}")  # fmt: skip
     return Launch(
         grid=tuple(grid),
         fields={k: as_expr(v) for k, v in ls.fields.items()},
@@ -357,7 +380,7 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
         scheduler=sch.kind,
         raster=sch.raster,
         swizzle=_num(sch.swizzle, env, f"{src}: launch.scheduler.swizzle", 1),
-        splits=_num(sch.splits, env, f"{src}: launch.scheduler.splits", 1),
+        splits=splits,
         parts=parts,
         fixed_overhead_blocks=_num(
             sch.fixed_overhead_blocks, env, f"{src}: launch.scheduler.fixed_overhead_blocks", 0

@@ -553,7 +553,7 @@ def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     cta_group = 1 if args.cta_group is None else rr.count(stmt, args.cta_group, minimum=1)
     label = stmt.label or f"{unit} {int(m)}x{int(n)}x{int(k)}"
     event, synchronous = rr.sm.mma(unit, dtype, (m, n, k), warps=rr.warps, cta_group=cta_group,
-                                   pair=rr.cta.pair, label=label, where=stmt.where)  # fmt: skip
+                                   pair=rr.cta.pair, label=label, where=stmt.where, owner=f"{rr.cta.first_warp}:{rr.name}")  # fmt: skip
     if synchronous:
         return event
     if unit == "wgmma":

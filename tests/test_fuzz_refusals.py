@@ -1,0 +1,164 @@
+"""Bad inputs that used to be accepted (exit 0), ran for minutes or raised a non-gpusim exception, each now
+refused before any work with one line and a documented exit status (issue 13's second corpus).
+
+CLI cases run in forked children (tests/fuzzkit.py) on tiny problems; API cases call gpusim directly.
+Deterministic; the whole file runs in a few seconds."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from fuzzkit import describe, problems, run_forked
+
+import gpusim
+import gpusim.cli  # imported once here, so each forked run starts at once
+from gpusim.arch import archs_dir
+from gpusim.resources import builtin_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["--set", "M=128", "--set", "N=128", "--set", "K=64"]
+CSV_HEADER = "source,arch,schedule,dtype,M,N,K,batch,heads,seqlen_q,seqlen_kv,head_dim,causal,metric,value,unit,notes,params"
+CSV_ROW = "s,v100,gemm_sync,fp16,256,256,256,,,,,,,time,0.05,ms,n,"
+H100 = (archs_dir() / "h100.yaml").read_text(encoding="utf-8")
+
+
+def _arch(tmp_path: Path, name: str, old: str, new: str) -> str:
+    assert old in H100
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(H100.replace(old, new, 1).replace("id: h100", f"id: {name}", 1), encoding="utf-8")
+    return str(path)
+
+
+def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
+    """(name, gpusim arguments, expected exit status)."""
+    deepbench = str(builtin_dir("data") / "measurements" / "deepbench_v100_gemm.csv")
+    softmax = (ROOT / "examples" / "row_softmax.yaml").read_text(encoding="utf-8")
+    (tmp / "flops.yaml").write_text(softmax.replace("flops: 0 ", "flops: -1 ", 1), encoding="utf-8")
+    (tmp / "unclosed.csv").write_text(
+        f"{CSV_HEADER}\n{CSV_ROW.replace('n,', chr(34) + 'n,')}\n", encoding="utf-8"
+    )
+    (tmp / "nul.csv").write_text(
+        f"{CSV_HEADER}\n{CSV_ROW.replace('n,', 'n' + chr(0) + ',')}\n", encoding="utf-8"
+    )
+    overlay = str(archs_dir() / "calibrated" / "h100.yaml")
+    sync = ["predict", "gemm_sync", "--arch", "v100", *TINY, "-q", "--json"]
+    return [
+        ("fit: only commas", ["calibrate", deepbench, "--arch", "v100", "--fit", ",", "--dry-run"], 2),
+        (
+            "fit: a name twice",
+            ["calibrate", deepbench, "--arch", "v100", "--fit", "latency_scale,latency_scale", "--dry-run"],
+            2,
+        ),
+        ("tune: an arch list", ["tune", "auto:gemm", "--arch", "h100,a100"], 2),
+        ("compare: empty arch after a comma", ["compare", "gemm_sync", "--arch", "v100,", *TINY], 2),
+        (
+            "compare: a key twice in one --vs",
+            ["compare", "gemm_sync", "--arch", "v100", *TINY, "--vs", "BM=64,BM=128"],
+            2,
+        ),
+        ("roofline: a key no schedule takes", ["roofline", "--set", "x=1", "-q"], 2),
+        ("split-K: more splits than k-tiles", [*sync, "--set", "SPLITS=100000"], 2),
+        ("mma: k not a whole instruction", [*sync, "--set", "BK=3"], 3),
+        ("arch: 1e9 SMs", ["archs", "show", _arch(tmp, "sms", "sm_count: 132", "sm_count: 1000000000")], 2),
+        (
+            "arch: a 1e-300 MHz clock",
+            ["archs", "show", _arch(tmp, "clk", "boost_clock_mhz: 1980", "boost_clock_mhz: 1e-300")],
+            2,
+        ),
+        (
+            "arch: 1e300 B/s HBM",
+            [
+                "archs",
+                "show",
+                _arch(tmp, "bw", "hbm_bandwidth_bytes_per_s: 3.35e12", "hbm_bandwidth_bytes_per_s: 1e300"),
+            ],
+            2,
+        ),
+        ("arch: an id with a newline", ["archs", "show", _arch(tmp, "nl", "id: h100", 'id: "h100\\n"')], 2),
+        ("overlay fitted for another arch", [*sync, "--overlay", overlay], 2),
+        ("schedule: negative metrics.flops", ["predict", str(tmp / "flops.yaml"), "-q", "--json"], 2),
+        ("csv: an unclosed quote", ["validate", str(tmp / "unclosed.csv"), "-j", "1", "-q", "--json"], 2),
+        ("csv: a NUL byte", ["validate", str(tmp / "nul.csv"), "-j", "1", "-q", "--json"], 2),
+        ("rank-check: nothing to order", ["rank-check", deepbench, "-j", "1", "--json"], 2),
+    ]
+
+
+def test_refused_in_one_line_with_the_documented_status(tmp_path: Path) -> None:
+    broken = []
+    for name, args, expected in _cases(tmp_path):
+        outcome = run_forked(args, timeout_s=60.0)
+        found = problems(outcome)
+        if outcome.rc != expected:
+            found.append(f"exit status {outcome.rc}, expected {expected}")
+        if found:
+            broken.append(f"{name}: {found}; {describe(outcome)}")
+    assert not broken, "\n".join(broken)
+
+
+SMALL = {"M": 128, "N": 128, "K": 64}
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"M": True}, {"max_events": -1}, {"max_events": math.nan}, {"max_events": 0}, {"deadline_s": "soon"},
+     {"deadline_s": math.inf}, {"resources": 5}, {"costs": 5}, {"on_progress": 5}],
+    ids=repr,
+)  # fmt: skip
+def test_predict_refuses_arguments_of_the_wrong_kind(kwargs: dict[str, object]) -> None:
+    with pytest.raises(gpusim.InputError) as info:
+        gpusim.predict("gemm_sync", "v100", **{**SMALL, **kwargs})
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda: gpusim.compare(["gemm_sync"]), lambda: gpusim.compare(None), lambda: gpusim.validate("/dev/null"),
+     lambda: gpusim.validate([1, 2]), lambda: gpusim.predict(["gemm_sync"], "v100"),
+     lambda: gpusim.predict("gemm_sync", 5)],
+    ids=["compare-str", "compare-none", "validate-path", "validate-ints", "predict-list", "predict-arch-int"],
+)  # fmt: skip
+def test_api_entry_points_refuse_wrong_types_with_gpusim_errors(call: object) -> None:
+    with pytest.raises(gpusim.InputError):
+        call()  # type: ignore[operator]
+
+
+def test_attribution_reads_each_timeline_once_however_many_jumps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The critical-path attribution merged every unit's whole timeline again for each fast-forward jump
+    it walked (attn_fa2_bwd at batch 64 spent 60 s there); now once per classify call."""
+    import gpusim.report.attribution as attribution
+
+    calls = {"busy": 0, "classify": 0}
+    busy, classify = attribution._busy_by_cause, attribution.classify
+
+    def counting_busy(*args: object) -> object:
+        calls["busy"] += 1
+        return busy(*args)  # type: ignore[arg-type]
+
+    def counting_classify(*args: object) -> object:
+        calls["classify"] += 1
+        return classify(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(attribution, "_busy_by_cause", counting_busy)
+    monkeypatch.setattr(attribution, "classify", counting_classify)
+    pred = gpusim.predict("gemm_ws_pingpong", "h100", M=2048, N=2048, K=4096)
+    assert pred.attribution and calls["classify"] >= 1
+    assert calls["busy"] == calls["classify"]
+
+
+def test_fast_forward_moves_only_the_spans_after_the_jump() -> None:
+    """Spans that end by the jump stay; one that crosses it is split; the rest move by the shift
+    (sorted, as a full sort would leave them)."""
+    from gpusim.sim.fastforward import _split_spans
+    from gpusim.sim.servers import Span
+
+    class Server:
+        def __init__(self) -> None:
+            self.spans = [Span(0.0, 1.0, "a"), Span(1.0, 2.0, "b"), Span(2.5, 4.0, "c"), Span(4.0, 5.0, "d")]
+            self._last_span = None
+
+    server = Server()
+    _split_spans(server, 3.0, 10.0)  # type: ignore[arg-type]
+    got = [(s.start_ns, s.end_ns, s.name) for s in server.spans]
+    assert got == [(0.0, 1.0, "a"), (1.0, 2.0, "b"), (2.5, 3.0, "c"), (13.0, 14.0, "c"), (14.0, 15.0, "d")]
