@@ -46,7 +46,7 @@ CASES: list[tuple[str, str, str | None, dict[str, Any], float]] = [
         "DeepGEMM grouped 8 x 8192x7168x4096",
         "gemm_fp8_deepgemm",
         "h800",
-        {"M": 8 * 8192, "N": 7168, "K": 4096, "groups": 8},
+        {"M": 8192, "N": 7168, "K": 4096, "groups": 8},  # M is per group (MT = groups * ceil(M / BM))
         0.3,
     ),
     ("auto:gemm 8192^3", "auto:gemm", "h100", {"M": 8192, "N": 8192, "K": 8192}, 1.0),

@@ -27,6 +27,7 @@ from gpusim.autotune import is_auto, search
 from gpusim.autotune import problem_keys as auto_problem_keys
 from gpusim.costs import with_costs
 from gpusim.errors import InputError, checked_call, quote
+from gpusim.mechanisms import with_model
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.load import builtin_schedule_names, read_spec, resolve
@@ -97,6 +98,7 @@ def predict(
     arch: ArchLike | None = None,
     *,
     costs: str | Path = "calibrated",
+    model: str | None = None,
     record: bool = False,
     exact: bool = False,
     attribute: bool = True,
@@ -113,6 +115,9 @@ def predict(
       (the same for attention forward), a YAML path, or a loaded schedule.
     - ``arch``: an id, alias, YAML path or :class:`Arch`; default: the schedule's reference arch.
     - ``costs``: ``"calibrated"`` (default), ``"datasheet"`` or an overlay file (see :func:`load_arch`).
+    - ``model``: mechanisms to switch relative to the defaults, e.g. ``"+power"`` (the clock from the
+      arch's power model instead of its sustained clock; see ``gpusim.mechanisms`` and docs/power.md);
+      None: as the arch carries them (the defaults unless an earlier call set them).
     - ``record``: keep the simulation on ``Prediction.timeline`` (for traces and timeline plots).
     - ``exact``: simulate every event instead of fast-forwarding repeated periods (where supported).
     - ``attribute``: compute the critical-path attribution and verdict (off: time-only, faster).
@@ -128,7 +133,9 @@ def predict(
     LimitExceeded; all are :class:`gpusim.GpusimError`.
     """
     _check_options(schedule, arch, costs, max_events, deadline_s, on_progress, resources)
-    arch_obj = load_arch(arch if arch is not None else reference_arch(schedule), costs=costs)
+    arch_obj = with_model(
+        load_arch(arch if arch is not None else reference_arch(schedule), costs=costs), model
+    )
     if isinstance(schedule, str) and schedule.startswith("auto"):
         return _predict_auto(schedule, arch_obj, problem, record=record, exact=exact, attribute=attribute,
                              deadline_s=deadline_s, max_events=max_events, on_progress=on_progress)  # fmt: skip

@@ -271,6 +271,31 @@ class TensorCores(StrictModel):
         return getattr(self, name, None)
 
 
+class Power(StrictModel):
+    """The board's power budget and the energy its units spend (``gpusim.sim.power`` turns it into the
+    clock a kernel sustains). Energies are per operation at the max boost clock's voltage; dynamic
+    energy scales with the square of the voltage, which the power model takes as proportional to the
+    clock (P_dynamic ~ f^3); HBM energy is on the memory rail and does not scale."""
+
+    board_power_limit_w: float = Field(gt=0)
+    """Board power limit (TDP/TGP) the clock manager holds the average power under."""
+    static_power_w: float = Field(ge=0)
+    """Power drawn whatever the kernel does (leakage, idle clocks, board, memory refresh)."""
+    tensor_fp16_pj_per_flop: float = Field(gt=0)
+    """Energy per dense FP16/BF16 tensor-core FLOP; other dtypes cost the same per tensor-core clock
+    (pJ/FLOP scaled by the FP16 rate over the dtype's rate)."""
+    fp32_pj_per_op: float = Field(gt=0)
+    """Energy per CUDA-core lane operation (an FFMA counts once); also charged for int and cvt ops."""
+    sfu_pj_per_op: float = Field(gt=0)
+    """Energy per SFU (MUFU) lane result."""
+    smem_pj_per_byte: float = Field(gt=0)
+    """Energy per byte read or written in shared memory / L1 (lds/sts, TMA and cp.async landings, TMEM)."""
+    l2_pj_per_byte: float = Field(gt=0)
+    """Energy per byte through the L2."""
+    hbm_pj_per_byte: float = Field(gt=0)
+    """Energy per byte read from or written to HBM, beyond its L2 pass (memory rail: not clock-scaled)."""
+
+
 class Features(StrictModel):
     """Feature flags; each must agree with the rest of the file."""
 
@@ -319,6 +344,9 @@ class Calibration(StrictModel):
     """Achievable fraction of the tensor-core rate while the tensor core is busy."""
     cuda_core_issue_efficiency: float = Field(default=1.0, gt=0, le=1)
     """Achievable fraction of the CUDA-core and SFU rates while busy."""
+    energy_scale: float = Field(default=1.0, gt=0)
+    """Multiplier on every dynamic energy of the arch's ``power`` block (the power model's one fitted
+    parameter; used only with the ``power`` mechanism on)."""
     provenance: dict[str, Any] = {}
     """For calibrated values: rows used, date, error before and after."""
 
@@ -352,6 +380,11 @@ class Arch(StrictModel):
     """Feature flags."""
     tma_latency_extra_ns: float | None = Field(default=None, ge=0)
     """Extra latency of a TMA load over a plain global load (Hopper and later)."""
+    power: Power | None = None
+    """Board power limit and energy per operation (the power model; None: the arch has none)."""
+    mechanisms: list[str] | None = None
+    """Model mechanisms switched on for predictions with this arch (None: the defaults; see
+    ``gpusim.mechanisms``). Set by ``gpusim.predict(..., model=...)``, not usually in a file."""
     calibration: Calibration = Calibration()
     """Calibrated costs (datasheet defaults)."""
     sources: dict[str, str]

@@ -48,6 +48,14 @@ OverlayOption = Annotated[
     str | None, typer.Option("--overlay", help="Use the calibrated costs of this overlay YAML file.")
 ]
 QuietFlag = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Switch model mechanisms relative to the defaults: +power (the clock from the arch's power "
+        "model, the highest whose average power fits under the board limit), -power; comma-separated.",
+    ),
+]
 SetsOption = Annotated[
     list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE problem or parameter override.")
 ]
@@ -142,6 +150,7 @@ def predict(
     as_csv: CsvFlag = False,
     calibrated: CalibratedFlag = True,
     overlay: OverlayOption = None,
+    model: ModelOption = None,
     exact: Annotated[
         bool, typer.Option("--exact", help="Simulate every event (no fast-forward of repeated periods).")
     ] = False,
@@ -191,8 +200,8 @@ def predict(
     record = trace is not None or plot is not None
     with progress_bar(f"{schedule}: searching", quiet or not schedule.startswith("auto")) as progress:
         build = _compiler_commands.build_for_predict(schedule, arch, resources) if resources else None
-        prediction = api_predict(schedule, arch or None, costs=_costs(calibrated, overlay), record=record,
-                                 exact=exact, max_events=max_events or None, on_progress=progress,
+        prediction = api_predict(schedule, arch or None, costs=_costs(calibrated, overlay), model=model,
+                                 record=record, exact=exact, max_events=max_events or None, on_progress=progress,
                                  resources=build, **_overrides(sets))  # fmt: skip
     run = prediction.timeline
     if plot is not None:
@@ -460,6 +469,7 @@ def validate_cmd(
     markdown: Annotated[
         str | None, typer.Option("--markdown", help="Also write the accuracy report (Markdown) here.")
     ] = None,
+    model: ModelOption = None,
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
     quiet: QuietFlag = False,
@@ -475,7 +485,8 @@ def validate_cmd(
     costs = "calibrated" if calibrated else "datasheet"
     with progress_bar("validate: rows", quiet) as progress:
         results, summary = run_validate(files, costs=costs, arch_filter=arch, jobs=jobs or None,
-                                        max_events=max_events or None, on_progress=progress)  # fmt: skip
+                                        max_events=max_events or None, on_progress=progress,
+                                        model=model)  # fmt: skip
     if plot:
         from gpusim.calibrate.plot import plot_predicted_vs_measured
 
@@ -519,6 +530,7 @@ def calibrate_cmd(
         ),
     ] = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
+    model: ModelOption = None,
     as_json: JsonFlag = False,
     quiet: QuietFlag = False,
 ) -> None:
@@ -538,7 +550,9 @@ def calibrate_cmd(
         check_output_path(out, "--out", YAML_SUFFIXES)
     if max_rows < 0:
         raise InputError(f"--max-rows {max_rows}: expected 0 (every usable row) or more")
-    base = load_arch(arch, costs="datasheet")
+    from gpusim.mechanisms import with_model
+
+    base = with_model(load_arch(arch, costs="datasheet"), model)
     with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
         result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
                            on_progress=progress)  # fmt: skip

@@ -92,11 +92,16 @@ class Prediction:
     overlay: str | None
     """The calibration overlay file the costs came from (None for datasheet costs)."""
     clock_mhz: float
-    """SM clock the simulation ran at (MHz)."""
+    """SM clock the simulation ran at (MHz): with the ``power`` mechanism on, the clock the power model
+    found (the highest whose average power fits under the board limit), else the sustained clock."""
     roofline_us: float
     """Lower bound: max(FLOPs at the dense peak, compulsory bytes at the HBM bandwidth), us."""
     sim: dict[str, Any]
     """Simulator statistics: wall seconds, events, SM groups simulated."""
+    model: list[str] = field(default_factory=list)
+    """Model mechanisms that were on (``gpusim.mechanisms``; e.g. ``["power"]``)."""
+    power_w: float | None = None
+    """Average board power (W) the power model estimates at ``clock_mhz`` (None: ``power`` was off)."""
     choice: dict[str, Any] | None = None
     """For ``auto:*``: the chosen schedule and parameters, and every candidate tried."""
     timeline: Any = field(default=None, compare=False, repr=False)

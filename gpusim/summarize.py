@@ -6,17 +6,21 @@ names, paths and costs and calls it, and so does the ``auto:*`` search for each 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.calibrate.intervals import prediction_interval
 from gpusim.costs import overlay_file_of
+from gpusim.mechanisms import mechanisms_of
 from gpusim.report.attribution import attribute
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.sim.engine import SimRun, simulate
+from gpusim.sim.gcpolicy import fewer_collections
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
+from gpusim.sim.power import sustained_clock
 
 _SIMULATE_TAKES_EXACT = "exact" in inspect.signature(simulate).parameters
 
@@ -47,8 +51,28 @@ def predict_resolved(
     }
     if _SIMULATE_TAKES_EXACT:
         kwargs["exact"] = exact
-    run = simulate(sched, arch, **kwargs)
-    return summarize(run, keep_timeline=record, attributed=attribute, interval_name=interval_name)
+    if "power" not in mechanisms_of(arch):
+        with fewer_collections():
+            run = simulate(sched, arch, **kwargs)
+            return summarize(run, keep_timeline=record, attributed=attribute, interval_name=interval_name)
+
+    def run_at(clock_mhz: float) -> SimRun:
+        return simulate(sched, at_clock(arch, clock_mhz), **kwargs)
+
+    with fewer_collections():
+        solution = sustained_clock(arch, sched, run_at)
+    prediction = summarize(
+        solution.run, keep_timeline=record, attributed=attribute, interval_name=interval_name
+    )
+    return dataclasses.replace(prediction, power_w=round(solution.power_w, 2), sim={
+        **prediction.sim, "power_simulations": solution.simulations, "power_limited": solution.limited,
+        "power_trials": [[round(f, 2), round(w, 2)] for f, w in solution.trials]})  # fmt: skip
+
+
+def at_clock(arch: Arch, clock_mhz: float) -> Arch:
+    """``arch`` with every SM running at ``clock_mhz`` (its calibration's sustained clock set)."""
+    cal = arch.calibration.model_copy(update={"sustained_clock_mhz": float(clock_mhz)})
+    return arch.model_copy(update={"calibration": cal})
 
 
 def summarize(
@@ -118,6 +142,7 @@ def summarize(
         costs=arch.calibration.origin,
         overlay=overlay_file_of(arch),
         clock_mhz=arch.sustained_clock_mhz,
+        model=sorted(mechanisms_of(arch)),
         roofline_us=max(compute_ns, memory_ns) / 1000,
         sim={
             "wall_s": round(run.wall_s, 4),

@@ -120,3 +120,40 @@ def test_real_file_small(tmp_path: Path) -> None:
     predicted = [r for r in results if r.predicted_time_us is not None]
     assert len(predicted) == 3
     assert all(abs(r.error_pct) < 60 for r in predicted)
+
+
+def test_tasks_group_shared_predictions_longest_first(tmp_path: Path) -> None:
+    """Rows that share a prediction form one task (it runs once, in one process); tasks start longest
+    expected first; a row refused before prediction is its own task."""
+    from gpusim.calibrate.validate import _tasks
+
+    attn = {"arch": "h100", "dtype": "fp16", "batch": 2, "heads": 4, "seqlen_q": 1024, "seqlen_kv": 1024,
+            "head_dim": 64, "causal": 0, "metric": "time", "unit": "us"}  # fmt: skip
+    lines = [
+        _row(**STREAM, value=5),
+        _row(**attn, schedule="attn_fa2_fwd", value=100),
+        _row(**{**STREAM, "params": "op=copy;bytes=8388608"}, value=7),
+        _row(**attn, schedule="attn_fa2_fwd+attn_fa2_bwd", value=300),
+        _row(**{**STREAM, "arch": "GH200 SXM"}, value=10),
+        _row(**STREAM, value=6),
+    ]
+    rows = read_measurements([_write(tmp_path, "t.csv", lines)])
+    tasks = [[m.index for m in t] for t in _tasks(rows)]
+    assert tasks == [[1, 3], [0, 5], [4], [2]]  # expected cost 400, 5 + 6, 10, 7
+
+
+def test_parallel_validate_equals_serial(tmp_path: Path) -> None:
+    """Per-row tasks in two processes give the serial run's rows, in row order, and its prediction count."""
+    lines = [
+        _row(**{**STREAM, "params": f"op=copy;bytes={1 << (12 + i % 6)}"}, value=3 + i) for i in range(12)
+    ]
+    lines += [_row(**{**STREAM, "arch": "L40"}, value=5), _row(**{**STREAM, "schedule": ""}, value=5)]
+    path = _write(tmp_path, "p.csv", lines)
+    serial, s_summary = run_validate([path], costs="datasheet", jobs=1)
+    parallel, p_summary = run_validate([path], costs="datasheet", jobs=2)
+    assert [r.as_dict() for r in parallel] == [r.as_dict() for r in serial]
+    assert p_summary["predictions_run"] == s_summary["predictions_run"] == 6
+    drop = ("wall_s", "jobs")
+    assert {k: v for k, v in p_summary.items() if k not in drop} == {
+        k: v for k, v in s_summary.items() if k not in drop
+    }

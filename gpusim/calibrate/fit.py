@@ -31,6 +31,7 @@ from gpusim.calibrate.stats import error_pct, error_stats, log_residual_quantile
 from gpusim.calibrate.validate import precheck, validate_rows
 from gpusim.costs import with_calibration
 from gpusim.errors import InputError
+from gpusim.mechanisms import mechanisms_of
 
 PRIOR_WEIGHT = 0.05
 STEP = 0.10
@@ -53,11 +54,13 @@ class FitRow:
     elasticity: np.ndarray  # per multiplicative parameter
 
 
-def default_fit_names(families: set[str], small_times: bool) -> list[str]:
-    """What the rows can identify: memory rows -> HBM; compute rows -> clock and tensor efficiency."""
+def default_fit_names(families: set[str], small_times: bool, power: bool = False) -> list[str]:
+    """What the rows can identify: memory rows -> HBM; compute rows -> clock and tensor efficiency.
+    With the power model on (``power``) the clock is the model's output, never fitted: its energy scale
+    is fitted in the clock's place."""
     names: list[str] = []
     if families & {"gemm", "attention", "mla"}:
-        names += ["sustained_clock_mhz", "tensor_issue_efficiency"]
+        names += ["energy_scale" if power else "sustained_clock_mhz", "tensor_issue_efficiency"]
     if "stream" in families:
         names.append("hbm_bandwidth_fraction")
     if small_times:
@@ -165,6 +168,30 @@ def _values(x: np.ndarray, mult: list[FitParam], add: FitParam | None) -> dict[s
     return vals
 
 
+def _rows_pushing(fit_rows: list[FitRow], after: dict[int, float], i: int, p: FitParam, side: str,
+                  most: int = 3) -> str:  # fmt: skip
+    """The rows whose error would shrink if ``p`` moved past its ``side`` bound, strongest first: the
+    sign of residual x elasticity (d log t / d log p; for the additive launch overhead, 1 / t)."""
+    pulls = []
+    for fr in fit_rows:
+        t = after.get(fr.m.index)
+        if t is None or t <= 0:
+            continue
+        residual = math.log(t / fr.measured_us)
+        slope = 1.0 / t if p.additive else float(fr.elasticity[i])
+        outward = -residual * slope if side == "upper" else residual * slope
+        if outward > 0:
+            pulls.append((outward, fr, residual))
+    pulls.sort(key=lambda e: (-e[0], e[1].m.index))
+    names = [
+        f"row {fr.m.index} ({fr.m.file}:{fr.m.line}, {math.expm1(r) * 100:+.1f}%)"
+        for _, fr, r in pulls[:most]
+    ]
+    if len(pulls) > most:
+        names.append(f"{len(pulls) - most} more")
+    return ", ".join(names)
+
+
 def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = None,
               max_rows: int = MAX_FIT_ROWS, on_progress: Any = None) -> dict[str, Any]:  # fmt: skip
     """Fit ``base``'s calibration block to its rows; returns the block, provenance and report.
@@ -184,8 +211,12 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
         raise InputError(f"calibrate: none of the {len(chosen)} rows for {base.id} can be predicted; "
                          f"e.g. row {base_results[0].m.index}: {base_results[0].skipped}")  # fmt: skip
     families = {r.family for r in ok}
+    power = "power" in mechanisms_of(base)
     if names is None:
-        names = default_fit_names(families, any((r.measured_time_us or 0) < 30 for r in ok))
+        names = default_fit_names(families, any((r.measured_time_us or 0) < 30 for r in ok), power)
+    if power and "sustained_clock_mhz" in names:
+        raise InputError("calibrate: with the power model on (--model +power) the clock is an output; "
+                         "fit energy_scale instead of sustained_clock_mhz")  # fmt: skip
     specs = fit_params(base)
     mult = [specs[n] for n in names if not specs[n].additive]
     add = next((specs[n] for n in names if specs[n].additive), None)
@@ -285,11 +316,14 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     for i, p in enumerate(mult + ([add] if add else [])):
         v = math.exp(x[i]) if not p.additive else x[i]
         if abs(v - p.lo) <= 1e-3 * max(abs(p.lo), 1.0) or abs(v - p.hi) <= 1e-3 * max(abs(p.hi), 1.0):
-            at_bound.append(f"{p.name}={v:.4g} at its {'lower' if abs(v - p.lo) < abs(v - p.hi) else 'upper'} "
-                            f"bound [{p.lo:.4g}, {p.hi:.4g}]")  # fmt: skip
+            side = "lower" if abs(v - p.lo) < abs(v - p.hi) else "upper"
+            pushers = _rows_pushing(fit_rows, after, i, p, side)
+            at_bound.append(f"{p.name}={v:.4g} at its {side} bound [{p.lo:.4g}, {p.hi:.4g}]"
+                            + (f"; pushed there by {pushers}" if pushers else ""))  # fmt: skip
     provenance = {
         "date": dt.datetime.now(dt.UTC).date().isoformat(),
         "fitted": names,
+        "model": sorted(mechanisms_of(base)),
         "bounds": {p.name: [round(p.lo, 4), round(p.hi, 4)] for p in [*mult, *([add] if add else [])]},
         "at_bound": at_bound,
         "rows_used": len(fit_rows),

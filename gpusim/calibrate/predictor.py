@@ -109,7 +109,8 @@ def ignored_columns(m: Measurement) -> list[str]:
 def _cal_key(arch: Arch) -> tuple[Any, ...]:
     c = arch.calibration
     return (arch.id, c.sustained_clock_mhz, c.hbm_bandwidth_fraction, c.l2_bandwidth_fraction, c.latency_scale,
-            c.launch_overhead_ns, c.tensor_issue_efficiency, c.cuda_core_issue_efficiency)  # fmt: skip
+            c.launch_overhead_ns, c.tensor_issue_efficiency, c.cuda_core_issue_efficiency, c.energy_scale,
+            tuple(arch.mechanisms or ()))  # fmt: skip
 
 
 class Predictor:

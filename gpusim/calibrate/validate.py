@@ -16,9 +16,10 @@ from gpusim.api import load_arch
 from gpusim.arch import Arch, resolve_arch_id
 from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement, read_measurements
-from gpusim.calibrate.predictor import Predictor, Skip, ignored_columns
+from gpusim.calibrate.predictor import Predictor, Skip, ignored_columns, problem_for
 from gpusim.calibrate.stats import error_pct, error_stats
-from gpusim.errors import InputError, UnknownNameError, checked_call, quote
+from gpusim.errors import GpusimError, InputError, UnknownNameError, checked_call, quote
+from gpusim.mechanisms import with_model
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 
 Costs = Literal["datasheet", "calibrated"]
@@ -68,16 +69,17 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def arch_for(name: str, costs: Costs, cache: dict[str, Arch | str]) -> Arch:
-    """The arch a row names, with shipped calibrated costs when ``costs`` is calibrated."""
-    key = f"{name}|{costs}"
+def arch_for(name: str, costs: Costs, cache: dict[str, Arch | str], model: str | None = None) -> Arch:
+    """The arch a row names, with shipped calibrated costs when ``costs`` is calibrated (and the
+    mechanisms ``model`` switches, ``gpusim.mechanisms``)."""
+    key = f"{name}|{costs}|{model}"
     hit = cache.get(key)
     if isinstance(hit, str):
         raise Skip(hit)
     if hit is not None:
         return hit
     try:
-        arch = load_arch(resolve_arch_id(name), costs=costs)
+        arch = with_model(load_arch(resolve_arch_id(name), costs=costs), model)
     except UnknownNameError:
         cache[key] = f"unknown arch '{name}'"
         raise Skip(cache[key]) from None
@@ -100,7 +102,8 @@ def precheck(m: Measurement) -> str | None:
 
 def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_filter: str | None = None,
                   predictor: Predictor | None = None, arch_override: Arch | None = None,
-                  on_progress: Callable[[int, int], None] | None = None) -> list[RowResult]:  # fmt: skip
+                  on_progress: Callable[[int, int], None] | None = None,
+                  model: str | None = None) -> list[RowResult]:  # fmt: skip
     """Predict each row (``arch_override``: use this Arch for every row of its id;
     ``on_progress(done, total)`` after each row)."""
     predictor = predictor or Predictor()
@@ -122,7 +125,7 @@ def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_
             except (ValueError, KeyError) as exc:
                 missing = f"column {exc} is empty" if isinstance(exc, KeyError) else str(exc)
                 raise Skip(f"measured value not usable: {missing}") from None
-            arch = arch_for(m.arch, costs, arch_cache)
+            arch = arch_for(m.arch, costs, arch_cache, model)
             res.arch = arch.id
             if wanted is not None and arch.id != wanted:
                 raise Skip(f"arch {arch.id} not selected (--arch {wanted})")
@@ -187,22 +190,81 @@ def _reason_key(reason: str | None) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _worker(args: tuple[list[Measurement], Costs, str | None, float | None]) -> tuple[list[RowResult], int]:
-    rows, costs, arch_filter, max_events = args
+def _worker(args: tuple[list[Measurement], Costs, str | None, float | None, str | None],
+            ) -> tuple[list[RowResult], int]:  # fmt: skip
+    rows, costs, arch_filter, max_events, model = args
     predictor = Predictor(max_events)
     return validate_rows(
-        rows, costs=costs, arch_filter=arch_filter, predictor=predictor
+        rows, costs=costs, arch_filter=arch_filter, predictor=predictor, model=model
     ), predictor.simulations
 
 
-def _row_key(m: Measurement) -> tuple[Any, ...]:
-    return (
-        m.arch,
-        m.schedule,
-        m.dtype,
-        tuple(sorted(m.dims.items())),
-        tuple(sorted(map(str, m.params.items()))),
-    )
+def _prediction_keys(m: Measurement, arch_ids: dict[str, str | None]) -> list[tuple[Any, ...]]:
+    """The predictions a row may run, named as the Predictor caches them (arch, schedule, problem): rows
+    that share one go to the same task, so each distinct prediction runs once, in one process, whatever
+    the scheduling (``predictions_run`` is then the serial run's). A row whose parts cannot be named
+    (unknown arch, a bad schedule cell) gets only the keys named so far: it is skipped before those
+    that follow are predicted."""
+    if m.arch not in arch_ids:
+        try:
+            arch_ids[m.arch] = resolve_arch_id(m.arch)
+        except GpusimError:
+            arch_ids[m.arch] = None
+    arch_id = arch_ids[m.arch]
+    if arch_id is None:
+        return []
+    names = [s.strip() for s in m.schedule.split("+")]
+    keys: list[tuple[Any, ...]] = []
+    for i, name in enumerate(names):
+        siblings = tuple(other for j, other in enumerate(names) if j != i) if len(names) > 1 else ()
+        try:
+            problem = problem_for(name, m, siblings)
+        except (Skip, GpusimError):
+            break
+        keys.append((arch_id, name, tuple(sorted(problem.items()))))
+    return keys
+
+
+def _expected_cost(m: Measurement) -> float:
+    """A rough, machine-independent guess of how long a row takes to predict, only to start the longest
+    tasks first (it never changes a result): the measured kernel time, times the ~15 candidates an
+    ``auto:`` search simulates, times 4 for causal attention (its SM groups do different work, so the
+    fast-forward finds few periods)."""
+    try:
+        cost = measured_time_us(m)
+    except (ValueError, KeyError):
+        return 0.0
+    if "auto" in m.schedule:
+        cost *= 15.0
+    if m.dims.get("causal"):
+        cost *= 4.0
+    return cost
+
+
+def _tasks(rows: list[Measurement]) -> list[list[Measurement]]:
+    """Rows grouped into tasks (rows that share a prediction together, in row order), longest
+    expected first (ties in row order), so the last task to finish is a short one."""
+    parent = list(range(len(rows)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[tuple[Any, ...], int] = {}
+    arch_ids: dict[str, str | None] = {}
+    for i, m in enumerate(rows):
+        for key in _prediction_keys(m, arch_ids):
+            j = owner.setdefault(key, i)
+            a, b = find(i), find(j)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[Measurement]] = defaultdict(list)
+    for i, m in enumerate(rows):
+        groups[find(i)].append(m)
+    cost = {root: sum(_expected_cost(m) for m in group) for root, group in groups.items()}
+    return [groups[root] for root in sorted(groups, key=lambda root: (-cost[root], root))]
 
 
 def _ignore_interrupts() -> None:
@@ -245,11 +307,13 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
                  jobs: int | None = None,
                  max_events: int | None = DEFAULT_MAX_EVENTS,
                  on_progress: Callable[[int, int], None] = lambda done, total: None,
+                 model: str | None = None,
                  ) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
     """Read, predict and summarise; the summary carries the wall time and simulation count.
 
-    Rows are predicted in ``jobs`` processes (default: the CPU count); rows with the same problem go
-    to the same process, so each distinct prediction runs once.
+    Rows are predicted in ``jobs`` processes (default: the CPU count), one task at a time to whichever
+    process is free, longest expected first; rows that share a prediction form one task, so each
+    distinct prediction runs once. Results are in row order, identical to a serial run's.
     """
     t0 = time.perf_counter()
     if jobs is not None and jobs < 0:
@@ -262,27 +326,29 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
     jobs = jobs or os.cpu_count() or 1
     needs = [m for m in rows if precheck(m) is None]
     if jobs > 1 and len(needs) > 8:
-        keys = sorted({_row_key(m) for m in needs}, key=str)
-        slot = {k: i % jobs for i, k in enumerate(keys)}
-        parts: list[list[Measurement]] = [[] for _ in range(jobs)]
-        for m in rows:
-            parts[slot.get(_row_key(m), 0)].append(m)
-        outs = []
-        done_rows = 0
-        on_progress(0, len(rows))
-        for out in _map_in_processes(_worker, [(p, costs, arch_filter, max_events) for p in parts], jobs):
-            outs.append(out)
-            done_rows += len(out[0])
-            on_progress(done_rows, len(rows))
-        results = sorted((r for out, _ in outs for r in out), key=lambda r: r.m.index)
-        simulations = sum(n for _, n in outs)
+        # rows refused before any simulation are reported here; the rest go out one task at a time to
+        # whichever process is free, and come back sorted into row order: the output is the serial one
+        results = validate_rows([m for m in rows if precheck(m) is not None], costs=costs,
+                                arch_filter=arch_filter)  # fmt: skip
+        tasks = _tasks(needs)
+        simulations = 0
+        on_progress(len(results), len(rows))
+        for out, count in _map_in_processes(
+            _worker, [(t, costs, arch_filter, max_events, model) for t in tasks], jobs
+        ):
+            results.extend(out)
+            simulations += count
+            on_progress(len(results), len(rows))
+        results.sort(key=lambda r: r.m.index)
     else:
         predictor = Predictor(max_events)
         results = validate_rows(rows, costs=costs, arch_filter=arch_filter, predictor=predictor,
-                                on_progress=on_progress)  # fmt: skip
+                                on_progress=on_progress, model=model)  # fmt: skip
         simulations = predictor.simulations
     summary = summarize_results(results)
     summary["costs"] = costs
+    if model is not None:
+        summary["model"] = model
     summary["files"] = [str(p) for p in paths]
     summary["wall_s"] = round(time.perf_counter() - t0, 2)
     summary["predictions_run"] = simulations

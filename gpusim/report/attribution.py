@@ -22,6 +22,7 @@ the memory system is the limit (the tensor work streams behind it), and the bott
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,18 +80,24 @@ def _memory_wait_labels(run: SimRun) -> set[str]:
     return labels
 
 
-def classify(run: SimRun, sm_index: int, lo: float, hi: float) -> dict[str, float]:
+def classify(run: SimRun, sm_index: int, lo: float, hi: float,
+             timelines: dict[int, list[tuple[str, _Timeline]]] | None = None) -> dict[str, float]:  # fmt: skip
     """Nanoseconds per cause on SM group ``sm_index`` over ``[lo, hi]`` (priority order, see module doc).
 
     A fast-forwarded span repeats the period simulated just before it, so it counts as that period's
     causes times the periods skipped; that period may itself hold an earlier jump (a tile-level period
-    around a fast-forwarded mainloop), which counts the same way."""
-    busy = _busy_by_cause(run, sm_index)  # once per call: every window below clips the same lists
-    return _classify_with_jumps(busy, lo, hi, sorted(run.jumps, key=lambda j: j.start_ns))
+    around a fast-forwarded mainloop), which counts the same way. ``timelines``: a cache of the SM
+    groups' merged busy intervals, for several calls on one run."""
+    if timelines is None:
+        timelines = {}
+    if sm_index not in timelines:
+        timelines[sm_index] = _cause_timelines(run, sm_index)
+    order = timelines[sm_index]
+    return _classify_with_jumps(order, lo, hi, sorted(run.jumps, key=lambda j: j.start_ns))
 
 
 def _classify_with_jumps(
-    busy: list[tuple[str, list[Interval]]], lo: float, hi: float, jumps: list[Any]
+    order: list[tuple[str, _Timeline]], lo: float, hi: float, jumps: list[Any]
 ) -> dict[str, float]:
     out = dict.fromkeys(CAUSES, 0.0)
     cursor = lo
@@ -98,14 +105,14 @@ def _classify_with_jumps(
         start, end = max(lo, jump.start_ns), min(hi, jump.end_ns)
         if end <= start:
             continue
-        for k, v in _classify_detailed(busy, cursor, start).items():
+        for k, v in _classify_detailed(order, cursor, start).items():
             out[k] += v
         period_ns = (jump.end_ns - jump.start_ns) / jump.periods
-        observed = _classify_with_jumps(busy, jump.start_ns - period_ns, jump.start_ns, jumps[:i])
+        observed = _classify_with_jumps(order, jump.start_ns - period_ns, jump.start_ns, jumps[:i])
         for k, v in observed.items():
             out[k] += v * (end - start) / period_ns
         cursor = end
-    for k, v in _classify_detailed(busy, cursor, hi).items():
+    for k, v in _classify_detailed(order, cursor, hi).items():
         out[k] += v
     return out
 
@@ -123,8 +130,27 @@ def _saturated(servers: list[Any]) -> list[Interval]:
     return out
 
 
-def _busy_by_cause(run: SimRun, sm_index: int) -> list[tuple[str, list[Interval]]]:
-    """The busy intervals of each cause on SM group ``sm_index``, in priority order (whole run)."""
+@dataclass(frozen=True)
+class _Timeline:
+    """Sorted, disjoint busy intervals with their starts and ends apart, to clip a window by bisection."""
+
+    intervals: list[Interval]
+    starts: list[float]
+    ends: list[float]
+
+    @classmethod
+    def of(cls, intervals: list[Interval]) -> _Timeline:
+        return cls(intervals, [a for a, _ in intervals], [b for _, b in intervals])
+
+    def clip(self, lo: float, hi: float) -> list[Interval]:
+        """``clip(intervals, lo, hi)`` looking only at the intervals that overlap the window."""
+        first = bisect_right(self.ends, lo)  # the first interval ending after lo
+        last = bisect_left(self.starts, hi, lo=first)  # past the last one starting before hi
+        return clip(self.intervals[first:last], lo, hi)
+
+
+def _cause_timelines(run: SimRun, sm_index: int) -> list[tuple[str, _Timeline]]:
+    """The busy intervals of each cause on one SM group, in priority order (the whole run, merged once)."""
     sm = run.sms[sm_index]
 
     def server(*pipes: str) -> list[Interval]:
@@ -139,7 +165,7 @@ def _busy_by_cause(run: SimRun, sm_index: int) -> list[tuple[str, list[Interval]
         for a, b, label in r.spans or []
         if label in mem_labels
     )
-    return [
+    order = [
         ("tensor_core", server("tensor")),
         ("sfu", server("sfu")),
         ("cuda_cores", server("fp32", "cvt", "int")),
@@ -147,13 +173,14 @@ def _busy_by_cause(run: SimRun, sm_index: int) -> list[tuple[str, list[Interval]
         ("memory", ports),
         ("memory", mem_waits),
     ]
+    return [(cause, _Timeline.of(busy)) for cause, busy in order]
 
 
-def _classify_detailed(busy: list[tuple[str, list[Interval]]], lo: float, hi: float) -> dict[str, float]:
+def _classify_detailed(order: list[tuple[str, _Timeline]], lo: float, hi: float) -> dict[str, float]:
     left = [(lo, hi)] if hi > lo else []
     out = dict.fromkeys(CAUSES, 0.0)
-    for cause, intervals in busy:
-        taken = clip(intervals, lo, hi)
+    for cause, busy in order:
+        taken = busy.clip(lo, hi)
         hit = subtract(left, subtract(left, taken))  # left ∩ taken
         out[cause] += total(hit)
         left = subtract(left, taken)
@@ -187,9 +214,10 @@ def attribute(run: SimRun) -> Attribution:
     kernel = run.kernel_ns
     crit = last_sm(run)
     tail = min(_tail_ns(run), kernel)
-    main = classify(run, crit, 0.0, kernel - tail)
+    timelines: dict[int, list[tuple[str, _Timeline]]] = {}
+    main = classify(run, crit, 0.0, kernel - tail, timelines)
     # the critical group's own idle time before it started is counted as a wait
-    tail_split = classify(run, crit, kernel - tail, kernel) if tail > 0 else {}
+    tail_split = classify(run, crit, kernel - tail, kernel, timelines) if tail > 0 else {}
     raw = dict(main)
     raw["tail_wave"] = tail
     raw["launch"] = launch_ns

@@ -27,7 +27,11 @@ UNIT_LABELS = {
 def costs_text(p: Prediction) -> str:
     """Which costs a prediction used, with the overlay file and the SM clock."""
     where = f" from {p.overlay}" if p.overlay else ""
-    return f"{p.costs}{where}; SM clock {p.clock_mhz:,.0f} MHz"
+    text = f"{p.costs}{where}; SM clock {p.clock_mhz:,.0f} MHz"
+    if p.power_w is not None:
+        limited = "power-limited" if p.sim.get("power_limited") else "at its ceiling"
+        text += f" ({limited}, power model: {p.power_w:,.0f} W average)"
+    return text
 
 
 def key_values(values: dict[str, Any]) -> str:
@@ -101,4 +105,6 @@ def prediction_csv_row(p: Prediction) -> dict[str, Any]:
         "costs": p.costs,
         "overlay": p.overlay,
         "clock_mhz": p.clock_mhz,
+        "model": ",".join(p.model),
+        "power_w": p.power_w,
     }

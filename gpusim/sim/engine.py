@@ -280,6 +280,7 @@ def simulate(
     exact: bool = False,
     max_events: int | None = DEFAULT_MAX_EVENTS,
     deadline_s: float | None = None,
+    shared_tensor_core: bool | None = None,
 ) -> SimRun:
     """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
 
@@ -295,7 +296,11 @@ def simulate(
     plan = plan_work(sched, arch, group_identical=group_identical)
     multicast = _operand_multicast(_tma_multicasts(sched))
     miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
-    rates = Rates.from_arch(arch)
+    if shared_tensor_core is None:
+        from gpusim.mechanisms import mechanisms_of
+
+        shared_tensor_core = "shared_tensor" in mechanisms_of(arch)
+    rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core)
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record:

@@ -43,7 +43,7 @@ from simpy.events import Condition, Process
 from gpusim.sim.hardware import SimSM
 from gpusim.sim.interp import Cta, LoopFrame, RoleRunner, _span_label
 from gpusim.sim.memory import FlowNetwork, NetTimer, Port, Transfer, TransferDone
-from gpusim.sim.servers import FifoServer, Span
+from gpusim.sim.servers import CoreTimer, FifoServer, JobDone, SharedTensorCore, Span, TensorJob
 from gpusim.sim.sync import (
     ChunkBuffer,
     CouplingGroup,
@@ -111,6 +111,23 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     ),
     FifoServer: frozenset(
         {"env", "name", "rate_per_ns", "free_at_ns", "busy_ns", "work_done", "spans", "_last_span"}
+    ),
+    SharedTensorCore: frozenset(
+        {
+            "env",
+            "name",
+            "rate_per_ns",
+            "batches",
+            "active",
+            "free_at_ns",
+            "busy_ns",
+            "work_done",
+            "spans",
+            "_last_update",
+            "_version",
+            "_busy_since",
+            "_busy_label",
+        }
     ),
     Port: frozenset(
         {
@@ -233,7 +250,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),
     EventBarrier: frozenset({"env", "name", "count", "arrivals", "waiters"}),
     Turnstile: frozenset({"env", "name", "members", "token", "done", "waiters"}),
-    ChunkBuffer: frozenset({"env", "name", "landed", "waiters", "ff"}),
+    ChunkBuffer: frozenset({"env", "name", "landed", "found", "waiters", "ff"}),
     CouplingGroup: frozenset({"rings", "pending"}),
 }
 
@@ -636,18 +653,19 @@ class FastForward:
             moved.update(_shift_ring(ring, shift, dop * periods))
         for runner in self.runners:
             _shift_runner(runner, shift, opens, moved)
-        for _t, _p, _e, ev in queue:
-            for cb in ev.callbacks or ():
-                if type(cb) is StageCallback:
-                    cb.stage = moved.get(id(cb.stage), cb.stage)
+        pending = [ev for _t, _p, _e, ev in queue]
+        for sm in self.sms:  # MMA groups in flight on a shared tensor core complete through their own events
+            core = sm.servers.get("tensor")
+            if type(core) is SharedTensorCore:
+                pending += [job.done for b in core.batches for q in b.queues.values() for job in q]
+        _move_stage_callbacks(pending, moved)
         for log in logs:  # the chunks the skipped periods landed
             for key, entry in log.items():
                 if key[0] == "l":
                     buffer, chunk, tag = entry
-                    landed = buffer.landed.setdefault(chunk, [])
                     for m in range(1, periods + 1):
-                        landed.append({k: v + m * period.loop_delta.get(k, 0) if type(v) is int else v
-                                       for k, v in tag.items()})  # fmt: skip
+                        buffer.add_landed(chunk, {k: v + m * period.loop_delta.get(k, 0) if type(v) is int else v
+                                                  for k, v in tag.items()})  # fmt: skip
         ctas = {id(r.cta): r.cta for r in self.runners}
         for cta in ctas.values():
             for barrier in cta.events.values():
@@ -655,7 +673,10 @@ class FastForward:
         for sm in self.sms:
             for server in sm.servers.values():
                 server.free_at_ns += shift
-                _split_spans(server, start, shift)
+                if type(server) is SharedTensorCore:
+                    _shift_shared_core(server, start, shift)
+                else:
+                    _split_spans(server, start, shift)
             for port in (sm.ingress, sm.egress):
                 port._head_since += shift  # type: ignore[union-attr]
         self.net._last_update += shift
@@ -728,7 +749,10 @@ class _Capture:
             self.ring(ring)
         for sm in ff.sms:
             for name in sorted(sm.servers):
-                self.values.append(max(sm.servers[name].free_at_ns - self.now, 0.0))
+                server = sm.servers[name]
+                self.values.append(max(server.free_at_ns - self.now, 0.0))
+                if type(server) is SharedTensorCore:
+                    self.shared_core(server)
             for port in (sm.ingress, sm.egress):
                 s.append(len(port.queue))  # type: ignore[union-attr]
                 if port.queue:  # type: ignore[union-attr]
@@ -789,10 +813,32 @@ class _Capture:
             return ("S", cb.release, self.ring_index[id(cb.ring)], _stage_rel(cb.ring, cb.stage))
         if kind is NetTimer:
             return ("N", cb.version == cb.net._version)
+        if kind is CoreTimer:
+            return ("T", cb.version == cb.core._version)
+        if kind is JobDone:
+            self.tensor_job(cb.job)
+            return ("J",)
         if kind is TransferDone:
             self.transfer(cb.transfer)
             return ("D",)
         raise _Unsupported
+
+    def shared_core(self, core: SharedTensorCore) -> None:
+        """Who has MMA groups in flight, in which order they share the core, and how far along each is."""
+        s = self.struct
+        s.append(len(core.batches))
+        for batch in core.batches:
+            self.values.append(self.now - batch.issued_ns)
+            s.append(tuple((owner, len(batch.queues[owner])) for owner in sorted(batch.queues)))
+            for owner in sorted(batch.queues):
+                for job in batch.queues[owner]:
+                    self.tensor_job(job)
+        s.append(tuple(job.owner for job in core.active))
+        self.values.append(self.now - core._last_update)  # (_busy_since only draws spans: not state)
+
+    def tensor_job(self, job: TensorJob) -> None:
+        self.values += [job.work_ns, job.remaining_ns, job.rate, job.cap, job.latency_ns]
+        self.struct.append((job.owner, job.label, self.event(job.done)))
 
     def transfer(self, t: Transfer) -> None:
         self.values += [t.bytes, t.l2_coef, t.hbm_coef, t.latency_ns, t.remaining, t.rate]
@@ -1127,20 +1173,55 @@ def _split_spans(server: FifoServer, start: float, shift: float) -> None:
     spans = server.spans
     if not spans:
         return
-    first = len(spans)  # the spans before ``first`` end by ``start`` and stay where they are
+    first = len(spans)  # the spans from here on end after the jump's start
     while first > 0 and spans[first - 1].end_ns > start:
         first -= 1
-        span = spans[first]
+    for span in reversed(spans[first:]):  # reversed: the split pieces are appended in the old order
         if span.start_ns >= start:
             span.start_ns += shift
             span.end_ns += shift
         else:
             spans.append(Span(start + shift, span.end_ns + shift, span.name))
             span.end_ns = start
-    # only the moved tail needs sorting (it all starts after the jump, the rest before): sorting the whole
-    # list at every jump made long fast-forwarded kernels quadratic in their span count
-    spans[first:] = sorted(spans[first:], key=lambda sp: sp.start_ns)
+    # Spans are booked in order (a FIFO server's never overlap), so only the moved tail is out of
+    # order; sorting it alone gives the same list as a stable sort of the whole, which is the fallback.
+    tail = sorted(spans[first:], key=_span_start)
+    if first and tail and spans[first - 1].start_ns > tail[0].start_ns:
+        spans.sort(key=_span_start)
+    else:
+        spans[first:] = tail
     server._last_span = None
+
+
+def _move_stage_callbacks(events: list[simpy.Event], moved: dict[int, Stage]) -> None:
+    """Stage callbacks waiting on these events (and on the conditions they feed) follow their stages."""
+    seen: set[int] = set()
+    while events:
+        ev = events.pop()
+        if id(ev) in seen:
+            continue
+        seen.add(id(ev))
+        for cb in ev.callbacks or ():
+            if type(cb) is StageCallback:
+                cb.stage = moved.get(id(cb.stage), cb.stage)
+            elif isinstance(getattr(cb, "__self__", None), Condition):
+                events.append(cb.__self__)
+
+
+def _shift_shared_core(core: SharedTensorCore, start: float, shift: float) -> None:
+    """The core's clock moves with the jump; a busy interval open across it is drawn up to the jump and
+    continues after it (the skipped periods are drawn as fast-forwarded)."""
+    core._last_update += shift
+    for batch in core.batches:
+        batch.issued_ns += shift
+    if core.active:
+        if core.spans is not None and start > core._busy_since:
+            core.spans.append(Span(core._busy_since, start, core._busy_label))
+        core._busy_since = start + shift
+
+
+def _span_start(span: Span) -> float:
+    return span.start_ns
 
 
 def _shift_runner(r: RoleRunner, shift: float, opens: dict[int, int], moved: dict[int, Stage]) -> None:

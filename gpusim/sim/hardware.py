@@ -11,7 +11,7 @@ import simpy
 from gpusim.arch import Arch
 from gpusim.errors import ScheduleRefused
 from gpusim.sim.memory import FlowNetwork, Port, Transfer
-from gpusim.sim.servers import FifoServer
+from gpusim.sim.servers import FifoServer, SharedTensorCore
 
 PIPES = ("tensor", "fp32", "sfu", "cvt", "int", "issue", "lsu", "tmem")
 SUB_PARTITIONED_PIPES = ("fp32", "sfu", "cvt", "int", "issue")
@@ -22,6 +22,12 @@ drives only its SMSP's share. ``servers`` holds one server per SMSP for these (`
 def sub_server_name(pipe: str, smsp: int) -> str:
     """The name of SMSP ``smsp``'s server of ``pipe``."""
     return f"{pipe}.{smsp}"
+
+
+_SUB_SERVER_NAMES = {
+    pipe: tuple(sub_server_name(pipe, j) for j in range(8)) for pipe in SUB_PARTITIONED_PIPES
+}
+"""``sub_server_name`` of the first SMSPs, looked up instead of formatted on every CUDA-core op."""
 
 
 def warps_per_smsp(first_warp: int, warps: int, smsps: int) -> tuple[int, ...]:
@@ -53,9 +59,12 @@ class Rates:
     hbm_latency_ns: float
     tma_extra_ns: float
     tensor_efficiency: float
+    shared_tensor_core: bool = False
+    """The tensor core is shared by the MMA groups in flight (processor sharing among issuers) instead
+    of serving whole groups in issue order (``--model +shared_tensor``)."""
 
     @classmethod
-    def from_arch(cls, arch: Arch) -> Rates:
+    def from_arch(cls, arch: Arch, *, shared_tensor_core: bool = False) -> Rates:
         """Rates at the sustained clock, with the calibration block's efficiencies and fractions."""
         cal = arch.calibration
         ghz = arch.sustained_clock_mhz / 1000
@@ -80,6 +89,7 @@ class Rates:
             hbm_latency_ns=arch.memory.hbm_latency_ns * cal.latency_scale,
             tma_extra_ns=(arch.tma_latency_extra_ns or 0.0) * cal.latency_scale,
             tensor_efficiency=cal.tensor_issue_efficiency,
+            shared_tensor_core=shared_tensor_core,
         )
 
     def mma_flops_per_ns(self, unit: str, dtype: str, where: str) -> float:
@@ -105,7 +115,7 @@ class SimSM:
     rates: Rates
     net: FlowNetwork
     record_spans: bool = False
-    servers: dict[str, FifoServer] = field(default_factory=dict)
+    servers: dict[str, FifoServer | SharedTensorCore] = field(default_factory=dict)
     ingress: Port | None = None
     egress: Port | None = None
     tensor_flops: float = 0.0
@@ -118,6 +128,8 @@ class SimSM:
                     self.servers[name] = FifoServer(
                         self.env, name, 1.0, spans=[] if self.record_spans else None
                     )
+            elif pipe == "tensor" and self.rates.shared_tensor_core:
+                self.servers[pipe] = SharedTensorCore(self.env, pipe, spans=[] if self.record_spans else None)
             else:
                 self.servers[pipe] = FifoServer(self.env, pipe, 1.0, spans=[] if self.record_spans else None)
         cap = self.rates.port_bytes_per_ns
@@ -193,12 +205,16 @@ class SimSM:
         return self.servers["tmem"].serve(nbytes / self.rates.tmem_bytes_per_ns, label=label)
 
     def mma(self, unit: str, dtype: str, mnk: tuple[float, float, float], *, warps: int, cta_group: int,
-            pair: list[SimSM], label: str, where: str) -> tuple[simpy.Event, bool]:  # fmt: skip
+            pair: list[SimSM], label: str, where: str, owner: str = "") -> tuple[simpy.Event, bool]:  # fmt: skip
         """Book one MMA on the tensor core(s); returns (event, synchronous): mma.sync blocks its warps
-        until the result is there, wgmma/tcgen05 return at once and complete through the event."""
+        until the result is there, wgmma/tcgen05 return at once and complete through the event.
+        ``owner`` names the issuer (its groups run in order on a shared tensor core)."""
         m, n, k = mnk
         flops = 2.0 * m * n * k
         rate = self.rates.mma_flops_per_ns(unit, dtype, where)
+        if self.rates.shared_tensor_core:
+            return self._shared_mma(unit, flops, rate, warps=warps, cta_group=cta_group, pair=pair,
+                                    label=label, where=where, owner=owner)  # fmt: skip
         if unit == "mma_sync":
             duration = flops / (rate * self.pipe_share(warps))
             self.tensor_flops += flops
@@ -220,6 +236,26 @@ class SimSM:
             self.tensor_flops += flops
         return self.env.timeout(end - self.env.now), False
 
+    def _shared_mma(self, unit: str, flops: float, rate: float, *, warps: int, cta_group: int,
+                    pair: list[SimSM], label: str, where: str, owner: str) -> tuple[simpy.Event, bool]:  # fmt: skip
+        """``mma`` on tensor cores shared by the groups in flight (``SharedTensorCore``)."""
+        if unit == "mma_sync":
+            latency = self.rates.arch.tensor_cores.mma_sync.latency_cycles / self.rates.clock_ghz
+            core = self.servers["tensor"]
+            self.tensor_flops += flops
+            event = core.submit(flops / rate, owner, label, cap=self.pipe_share(warps), latency_ns=latency)  # type: ignore[union-attr]
+            return event, True
+        if cta_group == 2:
+            if len(pair) != 2:
+                raise ScheduleRefused(f"{where}: cta_group 2 needs launch.cta_pair")
+            halves = []
+            for sm in pair:
+                halves.append(sm.servers["tensor"].submit(flops / 2 / rate, owner, label))  # type: ignore[union-attr]
+                sm.tensor_flops += flops / 2
+            return simpy.AllOf(self.env, halves), False
+        self.tensor_flops += flops
+        return self.servers["tensor"].submit(flops / rate, owner, label), False  # type: ignore[union-attr]
+
     def cuda(
         self, elems: float, mix: Mapping[str, float], *, smsp_warps: tuple[int, ...], label: str
     ) -> simpy.Event:
@@ -227,22 +263,25 @@ class SimSM:
         the issuing warps, of which ``smsp_warps[j]`` sit on sub-partition j; each SMSP serves its share at
         a quarter of the SM's rate (its own pipes and warp scheduler). Ends when the busiest is done."""
         r = self.rates
-        demands = {
-            "fp32": elems * mix.get("fp32", 0.0) / r.fp32_ops_per_ns,
-            "sfu": elems * mix.get("ex2", 0.0) / r.ex2_per_ns,
-            "cvt": elems * mix.get("cvt", 0.0) / r.cvt_per_ns,
-            "int": elems * mix.get("int", 0.0) / r.int_per_ns,
-            "issue": elems * sum(mix.values()) / r.issue_lane_ops_per_ns,
-        }
+        demands = (
+            ("fp32", elems * mix.get("fp32", 0.0) / r.fp32_ops_per_ns),
+            ("sfu", elems * mix.get("ex2", 0.0) / r.ex2_per_ns),
+            ("cvt", elems * mix.get("cvt", 0.0) / r.cvt_per_ns),
+            ("int", elems * mix.get("int", 0.0) / r.int_per_ns),
+            ("issue", elems * sum(mix.values()) / r.issue_lane_ops_per_ns),
+        )
         warps = sum(smsp_warps)
         smsps = len(smsp_warps)
-        end = self.env.now
-        for pipe, duration in demands.items():
+        servers = self.servers
+        now = end = self.env.now
+        for pipe, duration in demands:
             if duration <= 0:
                 continue
+            names = _SUB_SERVER_NAMES[pipe]
             for smsp, count in enumerate(smsp_warps):
                 if count:
-                    server = self.servers[sub_server_name(pipe, smsp)]
-                    _, finish = server.reserve(duration * smsps * count / warps, label=label)
-                    end = max(end, finish)
+                    name = names[smsp] if smsp < len(names) else sub_server_name(pipe, smsp)
+                    _, finish = servers[name].reserve(duration * smsps * count / warps, now, label)
+                    if finish > end:  # max(end, finish)
+                        end = finish
         return self.env.timeout(end - self.env.now)

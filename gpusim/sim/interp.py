@@ -336,13 +336,25 @@ def _remember(memo: dict[tuple, Any], key: tuple, value: Any) -> None:
 
 def _span_label(stmt: Stmt) -> str:
     """A short trace label: the op and what it names (``wait ab``, ``cuda softmax``, ``mma wgmma``)."""
+    hit = _LABELS.get(id(stmt))
+    if hit is not None and hit[0] is stmt:  # the entry holds the statement, so its id is not reused
+        return hit[1]
     if stmt.label:
-        return stmt.label
-    args = stmt.args
-    target = next(
-        (v for v in (getattr(args, f, None) for f in ("buf", "bar", "queue", "mix", "unit")) if v), ""
-    )
-    return f"{stmt.op} {target}".strip()
+        label = stmt.label
+    else:
+        args = stmt.args
+        target = next(
+            (v for v in (getattr(args, f, None) for f in ("buf", "bar", "queue", "mix", "unit")) if v), ""
+        )
+        label = f"{stmt.op} {target}".strip()
+    if len(_LABELS) >= _MEMO_ENTRIES:
+        _LABELS.clear()
+    _LABELS[id(stmt)] = (stmt, label)
+    return label
+
+
+_LABELS: dict[int, tuple[Stmt, str]] = {}
+"""Trace labels by statement (a recorded run labels every op it runs)."""
 
 
 # ---- op handlers: each returns an event to wait on, or None -----------------------------------------
@@ -541,7 +553,7 @@ def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     cta_group = 1 if args.cta_group is None else rr.count(stmt, args.cta_group, minimum=1)
     label = stmt.label or f"{unit} {int(m)}x{int(n)}x{int(k)}"
     event, synchronous = rr.sm.mma(unit, dtype, (m, n, k), warps=rr.warps, cta_group=cta_group,
-                                   pair=rr.cta.pair, label=label, where=stmt.where)  # fmt: skip
+                                   pair=rr.cta.pair, label=label, where=stmt.where, owner=f"{rr.cta.first_warp}:{rr.name}")  # fmt: skip
     if synchronous:
         return event
     if unit == "wgmma":

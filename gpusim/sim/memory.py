@@ -109,21 +109,29 @@ class FlowNetwork:
     def _rerate_and_schedule(self) -> None:
         self._assign_rates()
         if self.hbm_rate_samples is not None:
+            # one pass, the same products added in the same order as ``sum`` of each did
             now = self.env.now
-            hbm = sum(t.rate * t.weight * t.hbm_coef for t in self.active)
-            l2 = sum(t.rate * t.weight * t.l2_coef for t in self.active)
+            hbm = l2 = read_l2 = read_hbm = 0  # an int, as sum() starts (and returns when empty)
+            for t in self.active:
+                flow = t.rate * t.weight
+                hbm += flow * t.hbm_coef
+                l2 += flow * t.l2_coef
+                if not t.is_write:
+                    read_l2 += flow * t.l2_coef
+                    read_hbm += flow * t.hbm_coef
             self.hbm_rate_samples.append((now, hbm))
             self.l2_rate_samples.append((now, l2))  # type: ignore[union-attr]
             if self.read_rate_samples is not None:
-                reads = [t for t in self.active if not t.is_write]
-                self.read_rate_samples.append((now, sum(t.rate * t.weight * t.l2_coef for t in reads),
-                                               sum(t.rate * t.weight * t.hbm_coef for t in reads)))  # fmt: skip
+                self.read_rate_samples.append((now, read_l2, read_hbm))
         self._version += 1
         if not self.active:
             return
         delay = math.inf
         for t in self.active:
-            until = max(t.remaining, 0.0) / t.rate
+            remaining = t.remaining
+            if remaining < 0.0:  # max(remaining, 0.0) without the call
+                remaining = 0.0
+            until = remaining / t.rate
             if until < delay:
                 delay = until
         version = self._version

@@ -6,6 +6,8 @@ from the time the server frees up, so a request costs one timeout event.
 
 from __future__ import annotations
 
+import math
+from collections import deque
 from dataclasses import dataclass, field
 
 import simpy
@@ -38,7 +40,8 @@ class FifoServer:
     ) -> tuple[float, float]:
         """Book ``amount`` of work; returns (start, end) in ns without creating an event."""
         now = self.env.now if earliest_ns is None else earliest_ns
-        start = max(now, self.free_at_ns)
+        free = self.free_at_ns
+        start = free if free > now else now  # max(now, free) without the call
         duration = amount / self.rate_per_ns
         end = start + duration
         self.free_at_ns = end
@@ -57,3 +60,177 @@ class FifoServer:
         """An event that fires when ``amount`` of work (queued behind earlier work) is done."""
         _, end = self.reserve(amount, label=label)
         return self.env.timeout(end - self.env.now + extra_latency_ns)
+
+
+@dataclass(slots=True, eq=False)
+class TensorJob:
+    """One MMA group on a shared tensor core: ``work_ns`` of service at the full rate, at most ``cap`` of
+    the rate (an mma.sync role of one warp drives only its sub-partition's quarter)."""
+
+    owner: str
+    work_ns: float
+    remaining_ns: float
+    cap: float
+    latency_ns: float
+    done: simpy.Event
+    label: str
+    rate: float = 0.0
+
+
+@dataclass(slots=True, eq=False)
+class CoreTimer:
+    """The shared tensor core's next-completion timer; stale once the sharing changed."""
+
+    core: SharedTensorCore
+    version: int
+
+    def __call__(self, _event: simpy.Event) -> None:
+        self.core._on_timer(self.version)
+
+
+@dataclass(slots=True, eq=False)
+class JobDone:
+    """An MMA group's result is there (after its latency): fire its event."""
+
+    job: TensorJob
+
+    def __call__(self, _event: simpy.Event) -> None:
+        self.job.done.succeed()
+
+
+_EPS_NS = 1e-9
+
+
+@dataclass(slots=True, eq=False)
+class IssueBatch:
+    """The MMA groups issued at one instant: each issuer's groups in order, the issuers interleaved."""
+
+    issued_ns: float
+    queues: dict[str, deque[TensorJob]] = field(default_factory=dict)
+
+
+@dataclass(slots=True, eq=False)
+class SharedTensorCore:
+    """A tensor core whose instruction queue interleaves the MMA groups issued together.
+
+    MMA instructions execute in the order they were issued. Groups issued at the same instant by
+    different issuers (two warpgroups woken by the same barrier) have their instruction streams
+    interleaved by the warp schedulers, so they progress together and, if equal, finish together; a
+    FIFO of whole groups would hand one of them its result a whole group early. Groups issued later
+    wait behind them (a warpgroup that issues after the other's groups are queued, as in ping-pong, runs
+    after them). Inside a batch each issuer's groups run in order and the issuers share the rate equally
+    (progressive filling, each at most its ``cap``: an mma.sync role of one warp drives a quarter).
+    Busy time integrates the rate in use, so utilization is counted as for a FIFO server.
+    """
+
+    env: simpy.Environment
+    name: str
+    rate_per_ns: float = 1.0
+    batches: deque[IssueBatch] = field(default_factory=deque)
+    active: list[TensorJob] = field(default_factory=list)
+    free_at_ns: float = 0.0
+    busy_ns: float = 0.0
+    work_done: float = 0.0
+    spans: list[Span] | None = None
+    _last_update: float = 0.0
+    _version: int = 0
+    _busy_since: float = 0.0
+    _busy_label: str = ""
+
+    def submit(self, work_ns: float, owner: str, label: str = "", cap: float = 1.0,
+               latency_ns: float = 0.0) -> simpy.Event:  # fmt: skip
+        """Issue ``work_ns`` of full-rate tensor work by ``owner``; the event fires ``latency_ns`` after
+        it is done."""
+        done = self.env.event()
+        if work_ns <= 0:
+            done.succeed()
+            return done
+        now = self.env.now
+        self._advance()
+        self.work_done += work_ns
+        job = TensorJob(owner, work_ns, work_ns, min(max(cap, 1e-9), 1.0), latency_ns, done, label)
+        batch = self.batches[-1] if self.batches else None
+        if batch is None or batch.issued_ns != now:
+            batch = IssueBatch(now)
+            self.batches.append(batch)
+        queue = batch.queues.get(owner)
+        if queue is None:
+            queue = batch.queues[owner] = deque()
+        queue.append(job)
+        if len(queue) == 1 and batch is self.batches[0]:
+            if not self.active:
+                self._busy_since = now
+                self._busy_label = label
+            self.active.append(job)
+            self._reschedule()
+        return done
+
+    def _advance(self) -> None:
+        now = self.env.now
+        elapsed = now - self._last_update
+        if elapsed > 0 and self.active:
+            used = 0.0
+            for job in self.active:
+                job.remaining_ns -= job.rate * elapsed
+                used += job.rate
+            self.busy_ns += elapsed * used
+        self._last_update = now
+
+    def _assign_rates(self) -> None:
+        """Progressive filling: equal shares, each job at most its cap, the rest to the others."""
+        left = self.rate_per_ns
+        unfrozen = self.active
+        while unfrozen:
+            level = left / len(unfrozen)
+            capped = [j for j in unfrozen if j.cap * self.rate_per_ns <= level]
+            if not capped:
+                for j in unfrozen:
+                    j.rate = level
+                return
+            for j in capped:
+                j.rate = j.cap * self.rate_per_ns
+                left -= j.rate
+            unfrozen = [j for j in unfrozen if j.cap * self.rate_per_ns > level]
+
+    def _reschedule(self) -> None:
+        self._version += 1
+        self.free_at_ns = self.env.now
+        if not self.active:
+            return
+        self._assign_rates()
+        delay = math.inf
+        for job in self.active:
+            until = max(job.remaining_ns, 0.0) / job.rate
+            if until < delay:
+                delay = until
+        timer = self.env.timeout(delay)
+        timer.callbacks.append(CoreTimer(self, self._version))
+
+    def _on_timer(self, version: int) -> None:
+        if version != self._version:
+            return
+        self._advance()
+        finished = [j for j in self.active if j.remaining_ns <= _EPS_NS * max(1.0, j.work_ns)]
+        if not finished:
+            finished = [min(self.active, key=lambda j: j.remaining_ns / j.rate)]
+        batch = self.batches[0]
+        for job in finished:
+            self.active.remove(job)
+            queue = batch.queues[job.owner]
+            queue.popleft()
+            if queue:
+                self.active.append(queue[0])
+            else:
+                del batch.queues[job.owner]
+        if not batch.queues:
+            self.batches.popleft()
+            if self.batches:
+                self.active = [q[0] for q in self.batches[0].queues.values()]
+        if not self.active and self.spans is not None:
+            self.spans.append(Span(self._busy_since, self.env.now, self._busy_label))
+        self._reschedule()
+        for job in finished:
+            if job.latency_ns > 0:
+                self.env.timeout(job.latency_ns).callbacks.append(JobDone(job))
+            else:
+                job.done.succeed()

@@ -322,13 +322,36 @@ class ChunkBuffer:
         self.env = env
         self.name = name
         self.landed: dict[int, list[Tag]] = {}
+        self.found: dict[int, dict[tuple[str, ...], dict[tuple[Any, ...], tuple[int, Tag]]]] = {}
+        """An index of ``landed``: per chunk, per set of tag keys, the values of the first tag landed
+        with them and its position, so a wait finds its tag without scanning every landing."""
         self.waiters: list[tuple[Tag, int, simpy.Event]] = []
         self.ff: Any = None
         """The fast-forward controller, told of every landing and every wait."""
 
+    def add_landed(self, chunk: int, tag: Tag) -> None:
+        """Record a landed tag (a copy) in ``landed`` and its index; nobody is woken."""
+        tag = dict(tag)
+        landed = self.landed.setdefault(chunk, [])
+        keys = tuple(tag)
+        values = tuple(tag.values())
+        first = self.found.setdefault(chunk, {}).setdefault(keys, {})
+        if values not in first:
+            first[values] = (len(landed), tag)
+        landed.append(tag)
+
+    def first_landed(self, chunk: int, ctx: Tag) -> Tag | None:
+        """The first landed tag of ``chunk`` that ``ctx`` names (``tag_matches``), or None."""
+        best: tuple[int, Tag] | None = None
+        for keys, first in self.found.get(chunk, {}).items():
+            hit = first.get(tuple(ctx.get(k, _MISSING) for k in keys))
+            if hit is not None and (best is None or hit[0] < best[0]):
+                best = hit
+        return None if best is None else best[1]
+
     def land(self, tag: Tag, chunk: int) -> None:
         """Chunk ``chunk`` of the stage tagged ``tag`` has landed."""
-        self.landed.setdefault(chunk, []).append(dict(tag))
+        self.add_landed(chunk, tag)
         if self.ff is not None:
             self.ff.observe_land(self, chunk, tag)
         still = []
@@ -341,11 +364,11 @@ class ChunkBuffer:
 
     def wait(self, ctx: Tag, chunk: int) -> simpy.Event | None:
         """Wait until chunk ``chunk`` of a stage whose tag ``ctx`` names has landed."""
-        for tag in self.landed.get(chunk, ()):
-            if tag_matches(tag, ctx):
-                if self.ff is not None:
-                    self.ff.observe_chunk_wait(self, chunk, ctx, tag)
-                return None
+        tag = self.first_landed(chunk, ctx)
+        if tag is not None:
+            if self.ff is not None:
+                self.ff.observe_chunk_wait(self, chunk, ctx, tag)
+            return None
         if self.ff is not None:
             self.ff.observe_chunk_wait(self, chunk, ctx, None)
         event = self.env.event()

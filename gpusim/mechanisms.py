@@ -1,0 +1,75 @@
+"""Model mechanisms that can be switched on and off: ``--model +power`` / ``predict(..., model="+power")``.
+
+A mechanism is a part of the model that is not proven better than going without it, or that someone
+wants to ablate. Each has a default; a model text switches mechanisms relative to the defaults:
+
+- ``"+power"`` or ``"power"``: switch ``power`` on; ``"-power"``: switch it off;
+- several, comma-separated: ``"+power,-other"``; ``"default"`` (or an empty text): the defaults.
+
+The resolved set travels on the arch (``Arch.mechanisms``), so every path to a prediction (auto
+searches, validation, calibration) sees the same switches, and each :class:`~gpusim.result.Prediction`
+records the mechanisms it ran with in ``model``.
+"""
+
+from __future__ import annotations
+
+from gpusim.arch import Arch
+from gpusim.errors import InputError
+
+MECHANISMS: dict[str, str] = {
+    "power": "clock from a power model: the highest clock whose average power fits under the board limit "
+    "(gpusim.sim.power); off: every SM runs at the arch's sustained (tensor) clock",
+    "shared_tensor": "the tensor core interleaves the MMA groups that different issuers (warpgroups) issue "
+    "at the same instant, so they progress and finish together (gpusim.sim.servers.SharedTensorCore); "
+    "off: a FIFO of whole groups, which hands one of them its result a whole group early",
+}
+"""Every switchable mechanism with one line on what it does."""
+
+DEFAULT_ON: frozenset[str] = frozenset({"shared_tensor"})
+"""Mechanisms on by default: the shared tensor core (the hardware's behaviour; the calibrated overlays
+are fitted with it). The power model is off: it is not proven better on held-out rows (docs/power.md)."""
+
+
+def parse_model(text: str | None, base: frozenset[str] = DEFAULT_ON) -> frozenset[str]:
+    """The mechanisms on after applying ``text`` (``+a,-b``, see the module doc) to ``base``."""
+    on = set(base)
+    if text is None:
+        return frozenset(on)
+    for raw in text.replace(" ", ",").split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        if item == "default":
+            on = set(DEFAULT_ON)
+            continue
+        sign, name = (item[0], item[1:]) if item[0] in "+-" else ("+", item)
+        if name not in MECHANISMS:
+            raise InputError(f"--model: unknown mechanism '{name}'; known: {', '.join(sorted(MECHANISMS))} "
+                             "(write +name to switch one on, -name to switch it off)")  # fmt: skip
+        if sign == "+":
+            on.add(name)
+        else:
+            on.discard(name)
+    return frozenset(on)
+
+
+def mechanisms_of(arch: Arch) -> frozenset[str]:
+    """The mechanisms on for predictions with ``arch``."""
+    return DEFAULT_ON if arch.mechanisms is None else frozenset(arch.mechanisms)
+
+
+def with_model(arch: Arch, text: str | None) -> Arch:
+    """``arch`` with the mechanisms ``text`` switches (relative to the defaults); None: unchanged."""
+    if text is None:
+        return arch
+    on = parse_model(text)
+    if "power" in on and arch.power is None:
+        raise InputError(f"--model +power: arch '{arch.id}' has no power block (board_power_limit_w, "
+                         "static_power_w and energies per operation)")  # fmt: skip
+    return arch.model_copy(update={"mechanisms": sorted(on)})
+
+
+def model_label(on: frozenset[str]) -> str:
+    """Words for a mechanism set: ``+power`` style, or ``default``."""
+    parts = [f"+{m}" for m in sorted(on - DEFAULT_ON)] + [f"-{m}" for m in sorted(DEFAULT_ON - on)]
+    return ",".join(parts) if parts else "default"
