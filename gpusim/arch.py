@@ -548,7 +548,9 @@ def _alias_table() -> dict[str, str]:
 
 def resolve_arch_id(name: str) -> str:
     """The built-in arch id for an id or alias; an unknown name raises with the closest match."""
-    key = name.strip().lower().replace("-", "_")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise InputError(f"arch {name[:80]!r}: an arch id has no control characters (newline, tab, ...)")
+    key = name.strip(" ").lower().replace("-", "_")  # spaces around a CSV cell are fine
     table = _alias_table()
     if key in table:
         return table[key]

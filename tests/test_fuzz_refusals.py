@@ -133,8 +133,9 @@ def test_predict_refuses_arguments_of_the_wrong_kind(kwargs: dict[str, object]) 
     "call",
     [lambda: gpusim.compare(["gemm_sync"]), lambda: gpusim.compare(None), lambda: gpusim.validate("/dev/null"),
      lambda: gpusim.validate([1, 2]), lambda: gpusim.predict(["gemm_sync"], "v100"),
-     lambda: gpusim.predict("gemm_sync", 5)],
-    ids=["compare-str", "compare-none", "validate-path", "validate-ints", "predict-list", "predict-arch-int"],
+     lambda: gpusim.predict("gemm_sync", 5), lambda: gpusim.load_arch("h100\n")],
+    ids=["compare-str", "compare-none", "validate-path", "validate-ints", "predict-list", "predict-arch-int",
+         "arch-newline"],
 )  # fmt: skip
 def test_api_entry_points_refuse_wrong_types_with_gpusim_errors(call: object) -> None:
     with pytest.raises(gpusim.InputError):
