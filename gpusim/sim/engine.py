@@ -10,6 +10,7 @@ import simpy
 
 from gpusim.arch import Arch
 from gpusim.errors import DeadlockError, ScheduleRefused, SimulationLimitExceeded, UnknownNameError
+from gpusim.mechanisms import mechanisms_of
 from gpusim.schedule.check import Budgets, check_schedule
 from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Schedule
@@ -290,15 +291,14 @@ def simulate(
     agree, which a test checks). ``max_events`` bounds the events simulated in detail (simulated
     work, so the same on any machine); past it SimulationLimitExceeded is raised (None: no limit).
     ``deadline_s`` (a ``time.perf_counter()`` value) is an optional wall-clock stop for interactive
-    callers; nothing in gpusim's own commands uses it, since its outcome depends on the machine."""
+    callers; nothing in gpusim's own commands uses it, since its outcome depends on the machine.
+    ``shared_tensor_core`` overrides the arch's ``shared_tensor`` mechanism (None: as the arch says)."""
     budgets = check_schedule(sched, arch)
     start = time.perf_counter()
     plan = plan_work(sched, arch, group_identical=group_identical)
     multicast = _operand_multicast(_tma_multicasts(sched))
     miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
     if shared_tensor_core is None:
-        from gpusim.mechanisms import mechanisms_of
-
         shared_tensor_core = "shared_tensor" in mechanisms_of(arch)
     rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core)
     env = simpy.Environment()

@@ -60,8 +60,9 @@ class Rates:
     tma_extra_ns: float
     tensor_efficiency: float
     shared_tensor_core: bool = False
-    """The tensor core is shared by the MMA groups in flight (processor sharing among issuers) instead
-    of serving whole groups in issue order (``--model +shared_tensor``)."""
+    """The tensor core interleaves the MMA groups different issuers issue at the same instant
+    (``SharedTensorCore``; the mechanism ``shared_tensor``, on by default) instead of serving whole
+    groups in issue order."""
 
     @classmethod
     def from_arch(cls, arch: Arch, *, shared_tensor_core: bool = False) -> Rates:
