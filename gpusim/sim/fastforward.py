@@ -1204,6 +1204,8 @@ def _move_stage_callbacks(events: list[simpy.Event], moved: dict[int, Stage]) ->
         for cb in ev.callbacks or ():
             if type(cb) is StageCallback:
                 cb.stage = moved.get(id(cb.stage), cb.stage)
+            elif type(cb) is JobDone:  # an MMA group's result still in its latency
+                events.append(cb.job.done)
             elif isinstance(getattr(cb, "__self__", None), Condition):
                 events.append(cb.__self__)
 
