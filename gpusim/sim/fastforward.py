@@ -119,7 +119,6 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "rate_per_ns",
             "batches",
             "active",
-            "free_at_ns",
             "busy_ns",
             "work_done",
             "spans",
@@ -672,10 +671,10 @@ class FastForward:
                 _shift_event_barrier(barrier, d.get("tile", 0), periods)
         for sm in self.sms:
             for server in sm.servers.values():
-                server.free_at_ns += shift
                 if type(server) is SharedTensorCore:
                     _shift_shared_core(server, start, shift)
                 else:
+                    server.free_at_ns += shift
                     _split_spans(server, start, shift)
             for port in (sm.ingress, sm.egress):
                 port._head_since += shift  # type: ignore[union-attr]
@@ -750,9 +749,10 @@ class _Capture:
         for sm in ff.sms:
             for name in sorted(sm.servers):
                 server = sm.servers[name]
-                self.values.append(max(server.free_at_ns - self.now, 0.0))
                 if type(server) is SharedTensorCore:
                     self.shared_core(server)
+                else:
+                    self.values.append(max(server.free_at_ns - self.now, 0.0))
             for port in (sm.ingress, sm.egress):
                 s.append(len(port.queue))  # type: ignore[union-attr]
                 if port.queue:  # type: ignore[union-attr]

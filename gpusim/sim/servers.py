@@ -128,7 +128,6 @@ class SharedTensorCore:
     rate_per_ns: float = 1.0
     batches: deque[IssueBatch] = field(default_factory=deque)
     active: list[TensorJob] = field(default_factory=list)
-    free_at_ns: float = 0.0
     busy_ns: float = 0.0
     work_done: float = 0.0
     spans: list[Span] | None = None
@@ -194,7 +193,6 @@ class SharedTensorCore:
 
     def _reschedule(self) -> None:
         self._version += 1
-        self.free_at_ns = self.env.now
         if not self.active:
             return
         self._assign_rates()
