@@ -1,0 +1,88 @@
+// mma.sync microbenchmark (gpusim measure --micro; docs/microbenchmarks.md), sm_80 and later. Settles G5:
+// the mma.sync m16n8k16 rate per SM with 1, 2, 4, 8 warps per SMSP (warps = 4 x warps per SMSP; warp w
+// runs on SMSP w % 4), with and without ldmatrix.x4 interleaved (ldm_per_iter per kChainsMax MMAs, as a
+// GEMM or FA2 warp reloads its fragments), and the dependent-chain latency (mma_sync_*_c1: one chain).
+// One CTA per SM (the host asks for more than half of the SM's shared memory). Record per CTA (common.cuh):
+// work = mma.sync instructions of the whole CTA. Kernels: mma_sync_{bf16,f16}_c{1,8}.
+#include "common.cuh"
+
+constexpr int kLdmBytes = 16 * 1024;
+extern "C" __device__ const unsigned gpusim_micro_smem_bytes = kLdmBytes;
+extern "C" __device__ const unsigned gpusim_micro_max_threads = 1024;
+
+template <bool kBf16>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  if constexpr (kBf16)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+template <bool kBf16, int kChainsN>
+__device__ __forceinline__ void mma_sync_bench(unsigned long long* out, const uint4* src, unsigned long long src_bytes,
+                                               unsigned iters, int ldm_per_iter) {
+  extern __shared__ uint4 smem[];
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const uint32_t src_words = static_cast<uint32_t>(src_bytes / 16);
+  for (int i = tid; i < kLdmBytes / 16; i += blockDim.x) smem[i] = src[i % src_words];
+  __shared__ unsigned long long total;
+  if (tid == 0) total = 0;
+  __syncthreads();
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(smem);
+  uint32_t a[4], a_next[4], b[2];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) a[i] = words[(lane * 4 + i) % (kLdmBytes / 4)];
+  b[0] = words[lane * 2];
+  b[1] = words[lane * 2 + 1];
+  float d[kChainsN][4];
+#pragma unroll
+  for (int c = 0; c < kChainsN; ++c)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) d[c][i] = 0.f;
+  // each lane names one 16 B row of the four 8x8 matrices; warps read different 2 KB slices
+  const uint32_t ldm_base = smem_addr(smem) + ((warp * 512 + lane * 16) & (kLdmBytes - 1));
+  Stamp t0 = Stamp::now();
+  for (unsigned it = 0; it < iters; ++it) {
+    for (int l = 0; l < ldm_per_iter; ++l) ldmatrix_x4(a_next, ldm_base + ((l * 2048) & (kLdmBytes - 1)));
+#pragma unroll
+    for (int c = 0; c < kChainsN; ++c) mma_16816<kBf16>(d[c], a, b);
+    if (ldm_per_iter > 0) {  // the fragments loaded in this step feed the next one (double-buffered)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = a_next[i];
+    }
+  }
+  __syncthreads();
+  Stamp t1 = Stamp::now();
+  float sum = 0.f;
+#pragma unroll
+  for (int c = 0; c < kChainsN; ++c) sum += d[c][0] + d[c][1] + d[c][2] + d[c][3];
+  if (lane == 0) atomicAdd(&total, static_cast<unsigned long long>(iters) * kChainsN);
+  __syncthreads();
+  if (tid == 0)
+    write_record(out, blockIdx.x, t0, t1, total, static_cast<unsigned long long>(ldm_per_iter), __float_as_uint(sum));
+}
+
+#define GPUSIM_MMA_SYNC_KERNEL(NAME, BF16, CHAINS)                                                                  \
+  extern "C" __global__ void __launch_bounds__(1024, 1)                                                           \
+      NAME(unsigned long long* out, const uint4* src, unsigned long long src_bytes, unsigned iters,               \
+           int ldm_per_iter) {                                                                                     \
+    mma_sync_bench<BF16, CHAINS>(out, src, src_bytes, iters, ldm_per_iter);                                       \
+  }
+
+GPUSIM_MMA_SYNC_KERNEL(mma_sync_bf16_c8, true, 8)
+GPUSIM_MMA_SYNC_KERNEL(mma_sync_bf16_c1, true, 1)
+GPUSIM_MMA_SYNC_KERNEL(mma_sync_f16_c8, false, 8)
