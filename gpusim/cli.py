@@ -568,14 +568,59 @@ def calibrate_cmd(
 
 @app.command("measure")
 def measure_cmd(
-    out: Annotated[str, typer.Option("--out", help="Measurement CSV to write.")] = "measured_local.csv",
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out", help="Measurement CSV to write (default measured_local.csv; --micro: micro_local.csv)."
+        ),
+    ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A smaller set (for a smoke test).")] = False,
+    micro: Annotated[
+        bool,
+        typer.Option(
+            "--micro",
+            help="Run the microbenchmarks of kernels/micro/ instead (cuda-python, no PyTorch; "
+            "docs/microbenchmarks.md). Without a GPU they are built, then exit status 2.",
+        ),
+    ] = False,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            "--only",
+            help="--micro: only variants whose name contains, or whose experiment is, one of "
+            "these comma-separated words (wgmma, mma_sync, tensor_clock, l2_bandwidth, ...).",
+        ),
+    ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--target", help="--micro: SM target to build for (default: the GPU's; sm_90a without one)."
+        ),
+    ] = None,
+    build_dir: Annotated[
+        str | None, typer.Option("--build-dir", help="--micro: keep the cubins in this directory.")
+    ] = None,
 ) -> None:
-    """Time a standard set on the local NVIDIA GPU (torch.mm GEMMs, SDPA attention, a copy kernel)."""
+    """Time a standard set on the local NVIDIA GPU (torch.mm GEMMs, SDPA attention, a copy kernel), or
+    with --micro the engine-fidelity microbenchmarks (wgmma, mma.sync, tensor clock, L2)."""
+    if micro:
+        from gpusim.calibrate.micro.run import run_micro
+
+        if quick:
+            raise InputError("--quick applies to the standard set; with --micro use --only")
+        path = out or "micro_local.csv"
+        check_output_path(path, "--out", (".csv",))
+        n = run_micro(
+            path, only=only, target=target, build_dir=build_dir, command="gpusim " + " ".join(sys.argv[1:])
+        )
+        sys.stdout.write(f"wrote {n} rows to {path}\n")
+        return
+    if only or target or build_dir:
+        raise InputError("--only, --target and --build-dir need --micro")
     from gpusim.calibrate.measure import run_measure
 
-    n = run_measure(out, quick=quick)
-    sys.stdout.write(f"wrote {n} rows to {out}\n")
+    n = run_measure(out or "measured_local.csv", quick=quick)
+    sys.stdout.write(f"wrote {n} rows to {out or 'measured_local.csv'}\n")
 
 
 from gpusim.explore.commands import register as register_explore_commands  # noqa: E402
