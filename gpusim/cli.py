@@ -530,6 +530,10 @@ def calibrate_cmd(
         ),
     ] = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
+    no_micro: Annotated[
+        bool,
+        typer.Option("--no-micro", help="Ignore microbenchmark rows (gpusim measure --micro) among FILES."),
+    ] = False,
     model: ModelOption = None,
     as_json: JsonFlag = False,
     quiet: QuietFlag = False,
@@ -555,7 +559,7 @@ def calibrate_cmd(
     base = with_model(load_arch(arch, costs="datasheet"), model)
     with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
         result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
-                           on_progress=progress)  # fmt: skip
+                           on_progress=progress, use_micro=not no_micro)  # fmt: skip
     target = Path(out) if out else user_overlay_path(base.id)
     if not dry_run:
         write_overlay(target, base.id, result["calibration"])

@@ -115,6 +115,8 @@ def _model(x: np.ndarray, rows: list[FitRow], mult: list[FitParam], add: FitPara
 def _solve(rows: list[FitRow], mult: list[FitParam], add: FitParam | None, xc: np.ndarray, x0: np.ndarray,
            launch_c_us: float) -> np.ndarray:  # fmt: skip
     """Bounded least squares on log error around the centre xc, pulled weakly to the datasheet x0."""
+    if not len(xc):  # nothing left to fit (microbenchmarks fixed every parameter the rows identify)
+        return xc.copy()
     lo = np.array([math.log(p.lo) for p in mult] + ([add.lo] if add else []))
     hi = np.array([math.log(p.hi) for p in mult] + ([add.hi] if add else []))
     meas = np.log([r.measured_us for r in rows])
@@ -192,12 +194,47 @@ def _rows_pushing(fit_rows: list[FitRow], after: dict[int, float], i: int, p: Fi
     return ", ".join(names)
 
 
+def micro_fixed(
+    rows: list[Measurement], base: Arch, names: list[str] | None
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """The calibration fields the microbenchmark rows (``gpusim measure --micro``) of ``base`` fix, and
+    the report of every constant they identify (gpusim.calibrate.micro.constants). A field named in
+    ``names`` (``--fit``) is fitted instead, and the report says so."""
+    from gpusim.calibrate.micro.constants import calibration_values, identify, micro_rows
+
+    mine = micro_rows(rows, base.id)
+    if not mine:
+        return {}, {}
+    constants = identify(mine, base)
+    power = "power" in mechanisms_of(base)
+    values = calibration_values(constants, power)
+    notes: dict[str, str] = {}
+    if "sustained_clock_mhz" in values:
+        hi = base.clocks.boost_clock_mhz
+        if values["sustained_clock_mhz"] > hi:
+            notes["sustained_clock_mhz"] = (
+                f"measured {values['sustained_clock_mhz']:.0f} MHz held at the max boost {hi:g}"
+            )
+            values["sustained_clock_mhz"] = hi
+    if power and any(c.maps_to == "calibration.sustained_clock_mhz" for c in constants):
+        notes["sustained_clock_mhz"] = "not applied: with the power model on the clock is an output"
+    for name in list(values):
+        if names is not None and name in names:
+            notes[name] = f"fitted (--fit names it) instead of the measured {values.pop(name):.4g}"
+    report = {"rows": len(mine), "files": sorted({m.file for m in mine}),
+              "constants": [c.as_dict() for c in constants],
+              "applied": {k: round(x, 4) for k, x in values.items()}, "notes": notes}  # fmt: skip
+    return values, report
+
+
 def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = None,
-              max_rows: int = MAX_FIT_ROWS, on_progress: Any = None) -> dict[str, Any]:  # fmt: skip
+              max_rows: int = MAX_FIT_ROWS, on_progress: Any = None, use_micro: bool = True) -> dict[str, Any]:  # fmt: skip
     """Fit ``base``'s calibration block to its rows; returns the block, provenance and report.
-    ``on_progress(simulations, 0)`` is called after each simulation (progress bars)."""
+    ``on_progress(simulations, 0)`` is called after each simulation (progress bars). Microbenchmark rows
+    among ``rows`` (``use_micro``) fix the calibration fields they measure (:func:`micro_fixed`)."""
     t0 = time.perf_counter()
-    base = _arch_with(base, {}, origin="datasheet")
+    fixed, micro_report = micro_fixed(rows, base, names) if use_micro else ({}, {})
+    base = _arch_with(base, fixed, origin="datasheet")
     chosen, n_usable = _select(rows, base.id, max_rows)
     if not chosen:
         raise InputError(f"calibrate: no usable measured rows for {base.id}")
@@ -214,6 +251,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     power = "power" in mechanisms_of(base)
     if names is None:
         names = default_fit_names(families, any((r.measured_time_us or 0) < 30 for r in ok), power)
+        names = [n for n in names if n not in fixed]
     if power and "sustained_clock_mhz" in names:
         raise InputError("calibrate: with the power model on (--model +power) the clock is an output; "
                          "fit energy_scale instead of sustained_clock_mhz")  # fmt: skip
@@ -338,6 +376,8 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
         "residuals": {f: log_residual_quantiles(v) for f, v in sorted(resid.items()) if v},
         "residuals_from": "cross-validation" if residual_src is cv_pred else "fitted rows",
     }
+    if micro_report:
+        provenance["micro"] = {"files": micro_report["files"], "applied": micro_report["applied"]}
     cal = fitted.calibration.model_dump()
     for key, value in list(cal.items()):
         if isinstance(value, float):
@@ -349,4 +389,5 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
         "skipped": skipped,
         "wall_s": round(time.perf_counter() - t0, 2),
         "simulations": predictor.simulations,
+        "micro": micro_report,
     }

@@ -74,9 +74,24 @@ def calibrate_text(result: dict[str, Any]) -> str:
                      f"{_f(a.get('median_abs_pct')):>9s}/{_f(a.get('p90_abs_pct')):<8s} "
                      f"{_f(c.get('median_abs_pct')):>7s}/{_f(c.get('p90_abs_pct')):<8s}")  # fmt: skip
     lines.append(f"  cross-validation: {prov['cross_validation']['method']} (linearised model)")
+    lines += micro_text(result.get("micro") or {})
     if result.get("written"):
         lines.append(f"  wrote {result['written']}")
     return "\n".join(lines)
+
+
+def micro_text(micro: dict[str, Any]) -> list[str]:
+    """The microbenchmark section of the calibration report: constants, what each maps to, what was held."""
+    if not micro:
+        return []
+    lines = [f"  microbenchmarks: {micro['rows']} rows ({', '.join(micro['files'])})"]
+    for name, value in micro["applied"].items():
+        lines.append(f"    held fixed (measured, not fitted): {name} = {value}")
+    for name, note in micro.get("notes", {}).items():
+        lines.append(f"    {name}: {note}")
+    for c in micro["constants"]:
+        lines.append(f"    {c['name']} = {c['value']:.4g} {c['unit']} -> {c['maps_to']} [{c['how']}]")
+    return lines
 
 
 def validate_csv_rows(results: list[Any]) -> list[dict[str, Any]]:

@@ -28,6 +28,8 @@ class MicroBuild:
     registers: dict[str, int]
     """Registers per thread by kernel name."""
     compile_s: float
+    notes: tuple[str, ...] = ()
+    """ptxas warnings and performance notes (e.g. wgmma serialization, injected warpgroup.arrive)."""
 
 
 def micro_dir() -> Path:

@@ -1,0 +1,227 @@
+"""gpusim measure --micro without a GPU: the catalog, the derivations from synthetic kernel records,
+the rows, the constants a microbenchmark CSV identifies and how gpusim calibrate holds them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpusim.arch import load_arch
+from gpusim.calibrate.fit import calibrate, micro_fixed
+from gpusim.calibrate.measurements import COLUMNS, read_measurements
+from gpusim.calibrate.micro.catalog import SOURCES, VARIANTS, Variant, variants_for
+from gpusim.calibrate.micro.constants import identify
+from gpusim.calibrate.micro.derive import (
+    CLOCK_SAMPLES,
+    RECORD_WORDS,
+    WGMMA_SLOTS,
+    Quantity,
+    TimedOut,
+    derive,
+)
+from gpusim.calibrate.micro.gen_wgmma import header_path, header_text
+from gpusim.calibrate.micro.rows import quantity_row, write_rows
+from gpusim.calibrate.report import micro_text
+from gpusim.calibrate.validate import precheck
+from gpusim.compiler.catalog import kernels_dir
+from gpusim.compiler.toolchain import toolchain_available
+
+BY_NAME = {v.name: v for v in VARIANTS}
+ENV = {"gpu": "synthetic test GPU", "sms": 132, "date": "2026-01-01T00:00:00Z", "command": "test"}
+
+
+def test_catalog_is_consistent() -> None:
+    assert len(BY_NAME) == len(VARIANTS)
+    for v in VARIANTS:
+        assert v.source in SOURCES and (kernels_dir() / "micro" / v.source).is_file()
+        assert v.settles.startswith("G") and v.threads % 32 == 0 and v.threads <= 1024
+        if v.source == "wgmma_bench.cu":
+            assert v.threads <= 384 and v.threads % 128 == 0  # kMaxWarpgroups
+    assert not [v for v in variants_for("sm_80") if v.needs_wgmma]
+    hopper = variants_for("sm_90a")
+    assert {v.experiment for v in hopper} == {"wgmma", "wgmma_overlap", "operand_path", "mma_sync", "tensor_clock",
+                                              "l2_bandwidth"}  # fmt: skip
+    assert not [v for v in hopper if v.name.startswith("tensor_clock_mma_sync")]
+    assert {v.experiment for v in variants_for("sm_90a", "mma_sync,l2_read_1sm")} == {
+        "mma_sync",
+        "l2_bandwidth",
+    }
+
+
+def test_wgmma_header_is_what_the_generator_writes() -> None:
+    assert header_path().read_text(encoding="utf-8") == header_text()
+
+
+def _wgmma_records(v: Variant, cycles: int, mma_work: int, side_work: int, flags: int = 0) -> np.ndarray:
+    r = np.zeros((2, WGMMA_SLOTS, RECORD_WORDS), dtype=np.uint64)
+    for cta in range(2):
+        for slot in range(v.args["mma_wgs"] + 1):
+            r[cta, slot, :4] = (1000, 1000 + cycles, 50, 50 + cycles // 2)  # 2 cycles per ns: 2000 MHz
+        r[cta, : v.args["mma_wgs"], 4] = mma_work
+        r[cta, v.args["mma_wgs"], 4] = side_work
+        r[cta, v.args["mma_wgs"], 6] = flags
+    return r
+
+
+def test_derive_wgmma_beside_ex2() -> None:
+    v = BY_NAME["wgmma_ss_n128_beside_ex2"]
+    qs = {q.metric: q for q in derive(v, _wgmma_records(v, 1_000_000, 7000, 8_000_000))}
+    flop = 7000 * 2 * 64 * 16 * 128
+    assert qs["tensor_flops_per_clk_per_sm"].value == pytest.approx(flop / 1e6)
+    assert qs["tensor_flops_per_clk_per_sm"].extra["clock_mhz"] == pytest.approx(2000.0)
+    assert qs["ex2_per_clk_per_sm"].value == pytest.approx(8.0)
+
+
+def test_a_timed_out_side_loop_is_not_a_measurement() -> None:
+    v = BY_NAME["wgmma_ss_n128_beside_bulk"]
+    with pytest.raises(TimedOut):
+        derive(v, _wgmma_records(v, 1000, 10, 10, flags=1))
+
+
+def test_derive_tensor_clock_steady_window() -> None:
+    v = BY_NAME["tensor_clock_wgmma_random"]
+    records = np.zeros((3, RECORD_WORDS), dtype=np.uint64)
+    records[:, :4] = (0, 3_000_000_000, 0, 2_000_000_000)
+    records[:, 4] = 1000
+    records[:, 6] = 10  # samples taken
+    samples = np.zeros((3, CLOCK_SAMPLES, 2), dtype=np.uint64)
+    for k in range(10):  # first window at 1980 MHz, then 1500 MHz
+        samples[:, k] = (k * 1_500_000 + (480_000 if k else 0), k * 1_000_000)
+    qs = derive(v, records, samples)
+    steady = next(q for q in qs if q.metric == "sm_clock_mhz" and q.extra.get("window") == "steady")
+    first = next(q for q in qs if q.metric == "sm_clock_mhz" and q.extra.get("window") == "first")
+    assert steady.value == pytest.approx(1500.0)
+    assert first.value == pytest.approx(1980.0)
+
+
+def test_derive_l2_per_sm_and_chip() -> None:
+    v = BY_NAME["l2_read_all_sms_distinct_90kib"]
+    records = np.zeros((4, RECORD_WORDS), dtype=np.uint64)
+    records[:, :4] = (0, 1_000_000, 0, 500_000)
+    records[:, 4] = 32_000_000
+    qs = {q.metric: q for q in derive(v, records)}
+    assert qs["l2_bytes_per_clk_per_sm"].value == pytest.approx(32.0)
+    assert qs["memory_bandwidth"].value == pytest.approx(4 * 32e6 / 5e5)  # GB/s = bytes / ns
+    assert qs["memory_bandwidth"].extra["bytes_moved"] == 4 * 32_000_000
+
+
+# Synthetic microbenchmark results for h100, made up for the tests (never in data/).
+SYNTHETIC = [
+    ("wgmma_ss_n256", "tensor_flops_per_clk_per_sm", "mma", 3600.0, {}),
+    ("wgmma_ss_n256_2wg", "tensor_flops_per_clk_per_sm", "mma", 3800.0, {}),
+    ("wgmma_ss_n128", "tensor_flops_per_clk_per_sm", "mma", 3400.0, {}),
+    ("wgmma_ss_n128_beside_ex2", "tensor_flops_per_clk_per_sm", "mma", 2720.0, {}),
+    ("wgmma_ss_n128_beside_ex2", "ex2_per_clk_per_sm", "side", 6.4, {}),
+    ("side_ex2", "ex2_per_clk_per_sm", "side", 16.0, {}),
+    ("wgmma_ss_n128_beside_lds", "tensor_flops_per_clk_per_sm", "mma", 1700.0, {}),
+    ("wgmma_ss_n128_beside_lds", "smem_bytes_per_clk_per_sm", "side", 60.0, {}),
+    ("side_lds", "smem_bytes_per_clk_per_sm", "side", 120.0, {}),
+    ("mma_sync_bf16_4w_per_smsp", "tensor_flops_per_clk_per_sm", "mma", 2500.0, {}),
+    ("mma_sync_bf16_latency", "mma_latency_cycles", "mma", 30.0, {}),
+    ("tensor_clock_wgmma_random", "sm_clock_mhz", "sm", 1650.0, {"window": "steady"}),
+    ("tensor_clock_wgmma_random", "sm_clock_mhz", "sm", 1980.0, {"window": "first"}),
+    ("tensor_clock_wgmma_random", "tensor_flops_per_clk_per_sm", "mma", 3700.0, {}),
+    ("tensor_clock_wgmma_random", "board_power_w", "chip", 690.0, {}),
+    ("tensor_clock_wgmma_zero", "sm_clock_mhz", "sm", 1980.0, {"window": "steady"}),
+    ("l2_read_all_sms_distinct_90kib", "memory_bandwidth", "chip", 8500.0, {"bytes_moved": 10**9}),
+    ("l2_read_1sm_same_90kib", "l2_bytes_per_clk_per_sm", "sm", 60.0, {}),
+]
+
+
+def _synthetic_csv(tmp_path: Path, arch: str = "h100") -> Path:
+    rows = [quantity_row(BY_NAME[name], Quantity(metric, value, "u", role, extra), arch, ENV, 1.0)
+            for name, metric, role, value, extra in SYNTHETIC]  # fmt: skip
+    path = tmp_path / "micro_synthetic.csv"
+    write_rows(path, rows)
+    return path
+
+
+def test_rows_are_in_the_measurement_format_and_skipped_by_validate(tmp_path: Path) -> None:
+    rows = read_measurements([_synthetic_csv(tmp_path)])
+    assert len(rows) == len(SYNTHETIC)
+    header = (tmp_path / "micro_synthetic.csv").read_text().splitlines()[0]
+    assert header == ",".join(COLUMNS)
+    for m in rows:
+        assert m.error is None and m.schedule.startswith("micro:")
+        assert m.params["gpu"] == "synthetic test GPU" and m.params["date"].startswith("2026")
+        assert (precheck(m) or "").startswith("unmapped: microbenchmark")
+
+
+def test_identify_maps_each_constant(tmp_path: Path) -> None:
+    h100 = load_arch("h100")
+    c = {k.name: k for k in identify(read_measurements([_synthetic_csv(tmp_path)]), h100)}
+    assert c["tensor_issue_efficiency"].value == pytest.approx(3800.0 / 4096)  # best SS at N=256
+    assert c["tensor_issue_efficiency"].maps_to == "calibration.tensor_issue_efficiency"
+    assert c["wgmma_efficiency_ss_n128"].value == pytest.approx(3400.0 / 4096)
+    assert c["overlap_ss_n128_beside_ex2"].value == pytest.approx(2720 / 3400 + 6.4 / 16 - 1)  # 0.2
+    assert c["overlap_ss_n128_beside_lds"].value == pytest.approx(0.0)  # 0.5 + 0.5 - 1: taking turns
+    n128_bytes = 2048 + 32 * 128
+    assert c["smem_total_ss_n128_beside_lds"].value == pytest.approx(60 + 1700 / (2048 * 128) * n128_bytes)
+    assert c["mma_sync_rate_4w_per_smsp"].value == 2500.0
+    assert c["mma_sync_latency_cycles"].maps_to == "tensor_cores.mma_sync.latency_cycles"
+    assert c["sustained_clock_mhz"].value == 1650.0
+    assert c["clock_zero_data_mhz"].value == 1980.0
+    assert c["l2_bandwidth_fraction"].value == pytest.approx(8500e9 / h100.memory.l2_bandwidth_bytes_per_s)
+    pj = (690 - h100.power.static_power_w) / (3700 * 132 * 1650e6) * 1e12
+    assert c["tensor_pj_per_flop_at_clock"].value == pytest.approx(pj)
+    assert identify(read_measurements([_synthetic_csv(tmp_path, "a100")]), h100) == []  # other archs' rows
+
+
+def test_micro_fixed_respects_fit_and_power(tmp_path: Path) -> None:
+    rows = read_measurements([_synthetic_csv(tmp_path)])
+    h100 = load_arch("h100")
+    fixed, report = micro_fixed(rows, h100, None)
+    assert set(fixed) == {"tensor_issue_efficiency", "sustained_clock_mhz", "l2_bandwidth_fraction"}
+    fixed, report = micro_fixed(rows, h100, ["sustained_clock_mhz"])
+    assert "sustained_clock_mhz" not in fixed and "fitted" in report["notes"]["sustained_clock_mhz"]
+    powered = h100.model_copy(update={"mechanisms": ["power", "shared_tensor"]})
+    fixed, report = micro_fixed(rows, powered, None)
+    assert "sustained_clock_mhz" not in fixed and "output" in report["notes"]["sustained_clock_mhz"]
+
+
+def test_calibrate_holds_the_measured_fields(tmp_path: Path) -> None:
+    lines = [",".join(COLUMNS)]
+    for i, mib in enumerate((64, 128)):
+        nbytes = mib * 2**20
+        us = 2 * nbytes / (0.85 * 3.35e12) * 1e6
+        lines.append(f"src{i},h100,stream,fp32,,,,1,,,,,,time,{us:.3f},us,,op=copy;bytes={nbytes}")
+    stream = tmp_path / "stream.csv"
+    stream.write_text("\n".join(lines) + "\n")
+    rows = read_measurements([stream, _synthetic_csv(tmp_path)])
+    res = calibrate(rows, load_arch("h100"))
+    cal = res["calibration"]
+    assert cal["tensor_issue_efficiency"] == pytest.approx(3800 / 4096, abs=1e-4)
+    assert cal["sustained_clock_mhz"] == pytest.approx(1650.0)
+    assert "tensor_issue_efficiency" not in cal["provenance"]["fitted"]
+    assert cal["provenance"]["micro"]["applied"]["sustained_clock_mhz"] == 1650.0
+    text = "\n".join(micro_text(res["micro"]))
+    assert "held fixed (measured, not fitted): tensor_issue_efficiency" in text
+    assert "-> calibration.l2_bandwidth_fraction" in text
+    off = calibrate(rows, load_arch("h100"), use_micro=False)
+    assert off["micro"] == {} and off["calibration"]["tensor_issue_efficiency"] == 1.0
+
+
+needs_toolchain = pytest.mark.skipif(
+    not toolchain_available(), reason='needs the CUDA toolchain: pip install "gpusim[cuda]"'
+)
+
+
+@pytest.mark.cuda
+@needs_toolchain
+def test_measure_micro_without_gpu_builds_then_exits_2(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "gpusim", "measure", "--micro", "--target", "sm_80", "--build-dir",
+                           str(tmp_path), "--out", str(tmp_path / "m.csv")], capture_output=True, text=True, timeout=600)  # fmt: skip
+    if proc.returncode == 0:
+        pytest.skip("a GPU is present: the run itself is tested in test_micro_gpu.py")
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        len(proc.stderr.strip().splitlines()) == 1
+        and "built 3 microbenchmark sources for sm_80" in proc.stderr
+    )
+    assert sorted(p.name for p in tmp_path.glob("*.cubin")) == [
+        "l2_bandwidth.sm_80.cubin", "mma_sync_bench.sm_80.cubin", "tensor_clock.sm_80.cubin"]  # fmt: skip
+    assert not (tmp_path / "m.csv").exists()
