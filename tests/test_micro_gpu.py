@@ -17,6 +17,18 @@ pytestmark = [
 ]
 
 
+def _has_gpu() -> bool:
+    from gpusim.compiler.launch import local_device
+    from gpusim.errors import InputError
+
+    try:
+        local_device()
+    except InputError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _has_gpu(), reason="no NVIDIA GPU")
 def test_micro_subset_runs(tmp_path: Path) -> None:
     from gpusim.calibrate.micro.run import run_micro
 
