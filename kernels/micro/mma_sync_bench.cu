@@ -54,10 +54,11 @@ __device__ __forceinline__ void mma_sync_bench(unsigned long long* out, const ui
 #pragma unroll
     for (int i = 0; i < 4; ++i) d[c][i] = 0.f;
   // each lane names one 16 B row of the four 8x8 matrices; warps read different 2 KB slices
-  const uint32_t ldm_base = smem_addr(smem) + ((warp * 512 + lane * 16) & (kLdmBytes - 1));
+  const uint32_t ldm_base = smem_addr(smem);
+  const uint32_t ldm_lane = static_cast<uint32_t>(warp * 512 + lane * 16);
   Stamp t0 = Stamp::now();
   for (unsigned it = 0; it < iters; ++it) {
-    for (int l = 0; l < ldm_per_iter; ++l) ldmatrix_x4(a_next, ldm_base + ((l * 2048) & (kLdmBytes - 1)));
+    for (int l = 0; l < ldm_per_iter; ++l) ldmatrix_x4(a_next, ldm_base + ((ldm_lane + l * 2048) & (kLdmBytes - 1)));
 #pragma unroll
     for (int c = 0; c < kChainsN; ++c) mma_16816<kBf16>(d[c], a, b);
     if (ldm_per_iter > 0) {  // the fragments loaded in this step feed the next one (double-buffered)
