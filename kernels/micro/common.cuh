@@ -2,7 +2,8 @@
 // Every kernel writes one record of kRecordWords 64-bit words per timed role and CTA:
 //   [0] clock64 at start   [1] clock64 at end   [2] %globaltimer (ns) at start   [3] at end
 //   [4] work done (instructions, ops or bytes; what each kernel documents)   [5] %smid
-//   [6] flags (bit 0: a wait loop hit its deadline)   [7] a checksum that keeps the work live
+//   [6] flags (bit 0: a wait loop hit its deadline); kernels and roles without wait loops store a count
+//       there instead, as each documents   [7] a checksum that keeps the work live
 // Every spin loop reads %globaltimer against a deadline, so a kernel never hangs a run.
 #pragma once
 #include <cstdint>

@@ -1,6 +1,6 @@
 // mma.sync microbenchmark (gpusim measure --micro; docs/microbenchmarks.md), sm_80 and later. Settles G5:
 // the mma.sync m16n8k16 rate per SM with 1, 2, 4, 8 warps per SMSP (warps = 4 x warps per SMSP; warp w
-// runs on SMSP w % 4), with and without ldmatrix.x4 interleaved (ldm_per_iter per kChainsMax MMAs, as a
+// runs on SMSP w % 4), with and without ldmatrix.x4 interleaved (ldm_per_iter per 8 MMAs, as a
 // GEMM or FA2 warp reloads its fragments), and the dependent-chain latency (mma_sync_*_c1: one chain).
 // One CTA per SM (the host asks for more than half of the SM's shared memory). Record per CTA (common.cuh):
 // work = mma.sync instructions of the whole CTA. Kernels: mma_sync_{bf16,f16}_c{1,8}.
@@ -74,7 +74,7 @@ __device__ __forceinline__ void mma_sync_bench(unsigned long long* out, const ui
   if (lane == 0) atomicAdd(&total, static_cast<unsigned long long>(iters) * kChainsN);
   __syncthreads();
   if (tid == 0)
-    write_record(out, blockIdx.x, t0, t1, total, static_cast<unsigned long long>(ldm_per_iter), __float_as_uint(sum));
+    write_record(out, blockIdx.x, t0, t1, total, 0, __float_as_uint(sum));
 }
 
 #define GPUSIM_MMA_SYNC_KERNEL(NAME, BF16, CHAINS)                                                                  \

@@ -6,7 +6,7 @@
 //   tensor_clock_wgmma (sm_90a): 2 warpgroups x 4 wgmma m64n256k16 SS per iteration (the widest
 //     instruction, both warpgroups sharing B as CUTLASS's cooperative GEMM does);
 //   tensor_clock_mma_sync (sm_80 and later): 16 warps x 8 independent mma.sync m16n8k16 per iteration.
-// Record per CTA (common.cuh): work = tensor instructions of the whole CTA.
+// Record per CTA (common.cuh): work = tensor instructions of the whole CTA, word 6 = samples taken.
 #include "common.cuh"
 
 constexpr int kSamples = 64;

@@ -8,8 +8,8 @@
 // K-major tile, as CUTLASS's mainloop does), commit, optional inline work, wait_group 1}. The warpgroups
 // after them (the "side" warps, 0..2 warpgroups) run side_op until every MMA warpgroup is done (or
 // side_iters iterations when there is none). Records per CTA (common.cuh): slot w < mma_wgs is MMA
-// warpgroup w (work = wgmma instructions), slot mma_wgs the side warps together (work = MUFU or FFMA
-// results, or shared-memory bytes). Kernels: wgmma_{ss,rs}_n{64,128,176,256}.
+// warpgroup w (work = wgmma instructions, word 6 = its inline MUFU/FFMA results), slot mma_wgs the
+// side warps together (work = MUFU or FFMA results, or shared-memory bytes). Kernels: wgmma_{ss,rs}_n{64,128,176,256}.
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 

@@ -150,6 +150,10 @@ def run_micro(out: str | Path, only: str | None = None, target: str | None = Non
                 say(f"gpusim: skipped {v.name}: {exc}")
                 dev.free_all()
                 continue
+            bad = [q for q in quantities if not (np.isfinite(q.value) and q.value > 0)]
+            if bad:
+                say(f"gpusim: {v.name}: dropped {', '.join(q.metric for q in bad)} (not a positive number)")
+            quantities = [q for q in quantities if q not in bad]
             rows += [quantity_row(v, q, dev.arch, env, ms) for q in quantities]
             say(
                 f"[{i}/{len(variants)}] {v.name}: "
