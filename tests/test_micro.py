@@ -225,3 +225,18 @@ def test_measure_micro_without_gpu_builds_then_exits_2(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.glob("*.cubin")) == [
         "l2_bandwidth.sm_80.cubin", "mma_sync_bench.sm_80.cubin", "tensor_clock.sm_80.cubin"]  # fmt: skip
     assert not (tmp_path / "m.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["measure", "--only", "wgmma"], "need --micro"),
+        (["measure", "--micro", "--quick"], "--quick applies to the standard set"),
+        (["measure", "--micro", "--out", "x.txt"], ".csv"),
+    ],
+)
+def test_measure_micro_usage_errors_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "gpusim", *args], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
