@@ -33,7 +33,8 @@ class Device:
     clock_mhz: float = 0.0
     """The device's reported maximum SM clock (cuDeviceGetAttribute CLOCK_RATE)."""
     cuda_driver: str = ""
-    _buffers: list[Any] = field(default_factory=list)
+    _buffers: dict[int, Any] = field(default_factory=dict)
+    """Live allocations: address -> the driver's CUdeviceptr."""
 
     def attribute(self, name: str) -> int:
         """One cuDeviceGetAttribute value by its CU_DEVICE_ATTRIBUTE_ suffix."""
@@ -52,7 +53,7 @@ class Device:
     def alloc(self, nbytes: int, fill: np.ndarray | None = None) -> int:
         """Device memory of ``nbytes`` (zeroed, or ``fill``'s bytes, repeated); freed by :meth:`free_all`."""
         ptr = _check(self.driver.cuMemAlloc(nbytes), "cuMemAlloc")
-        self._buffers.append(ptr)
+        self._buffers[int(ptr)] = ptr
         if fill is None:
             _check(self.driver.cuMemsetD8(ptr, 0, nbytes), "cuMemsetD8")
         else:
@@ -63,12 +64,12 @@ class Device:
     def read(self, ptr: int, nbytes: int) -> np.ndarray:
         """``nbytes`` at ``ptr`` as uint64 words."""
         host = np.zeros(nbytes // 8, dtype=np.uint64)
-        _check(self.driver.cuMemcpyDtoH(host, ptr, nbytes), "cuMemcpyDtoH")
+        _check(self.driver.cuMemcpyDtoH(host, self._buffers[ptr], nbytes), "cuMemcpyDtoH")
         return host
 
     def free_all(self) -> None:
         """Free every buffer :meth:`alloc` made."""
-        for ptr in self._buffers:
+        for ptr in self._buffers.values():
             self.driver.cuMemFree(ptr)
         self._buffers.clear()
 

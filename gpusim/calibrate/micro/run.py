@@ -62,6 +62,10 @@ def _run_variant(dev: Any, v: Variant, module: Any, symbols: dict[str, int]) -> 
     """Launch one variant (a warm-up, then the timed launch); its quantities and kernel time in ms."""
     grid = 1 if v.one_sm else dev.sms
     smem = dev.one_cta_per_sm_smem(symbols.get("gpusim_micro_smem_bytes", 0))
+    if symbols.get("gpusim_micro_samples", CLOCK_SAMPLES) != CLOCK_SAMPLES or v.threads > symbols.get(
+        "gpusim_micro_max_threads", 1024
+    ):
+        raise GpusimError(f"{v.source}: the build's constants do not match gpusim/calibrate/micro (rebuild)")
     u64, i32, u32 = ctypes.c_uint64, ctypes.c_int, ctypes.c_uint
     a = v.args
     samples_ptr = 0
