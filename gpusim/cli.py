@@ -539,7 +539,8 @@ def calibrate_cmd(
     quiet: QuietFlag = False,
 ) -> None:
     """Fit the arch's calibration block to measured rows (least squares on log error, bounded), starting
-    from its datasheet costs. Never writes into the installed package."""
+    from its datasheet costs. Microbenchmark rows (gpusim measure --micro) among FILES hold the fields they
+    measure instead of fitting them. Never writes into the installed package."""
     from pathlib import Path
 
     from gpusim.api import load_arch

@@ -145,7 +145,8 @@ def identify(rows: list[Measurement], arch: Arch) -> list[MicroConstant]:
         field = {"ex2": "cuda_cores.ex2_per_clk_per_sm", "ffma": "cuda_cores.fp32_flops_per_clk_per_sm"}.get(
             op, "sm.smem_bandwidth_bytes_per_clk"
         )
-        out.append(MicroConstant(f"{op}_alone", solo, metric.split("_per_")[0] + "/clk/SM", field, f"side_{op}: one warpgroup alone"))  # fmt: skip
+        unit = {"ex2": "op/clk/SM", "ffma": "FLOP/clk/SM"}.get(op, "B/clk/SM")
+        out.append(MicroConstant(f"{op}_alone", solo, unit, field, f"side_{op}: one warpgroup alone"))
         for (variant, m, role), t in sorted(v.items()):
             if (
                 m != tensor
