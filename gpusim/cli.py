@@ -592,8 +592,8 @@ def measure_cmd(
         str | None,
         typer.Option(
             "--only",
-            help="--micro: only variants whose name contains, or whose experiment is, one of "
-            "these comma-separated words (wgmma, mma_sync, tensor_clock, l2_bandwidth, ...).",
+            help="--micro: comma-separated experiments (wgmma, wgmma_overlap, operand_path, mma_sync, "
+            "tensor_clock, l2_bandwidth) or parts of variant names.",
         ),
     ] = None,
     target: Annotated[
