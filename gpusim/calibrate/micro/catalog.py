@@ -113,7 +113,12 @@ def _variants() -> tuple[Variant, ...]:
             out.append(
                 _wgmma(n, rs, mma_wgs=wgs, side=side, side_wgs=1, experiment="wgmma_overlap", settles="G1")
             )
-        out.append(_wgmma(128, False, inline=side, inline_count=4, experiment="wgmma_overlap", settles="G1"))
+        # inline work of about half and all of the MMA time per iteration (N=128: 4 x 64 cycles): one round
+        # is 8 EX2 (64 cycles at 16/clk/SM) or 8 FFMA (8 cycles at 128/clk/SM) per thread of the warpgroup
+        for count in (2, 4) if side == "ex2" else (16, 32):
+            out.append(
+                _wgmma(128, False, inline=side, inline_count=count, experiment="wgmma_overlap", settles="G1")
+            )
         out.append(
             _wgmma(128, False, mma_wgs=0, side=side, side_wgs=1, experiment="wgmma_overlap", settles="G1")
         )
