@@ -2,7 +2,8 @@
 
 ``costs`` is ``"calibrated"`` (the overlay ``gpusim calibrate`` wrote for the arch, else the shipped one;
 datasheet costs when neither exists), ``"datasheet"``, or the path of an overlay file. The merged arch
-records the overlay file it came from in ``arch.calibration.provenance["overlay_file"]``.
+records the overlay file it came from in ``arch.calibration.provenance["overlay_file"]``, and runs with
+the model mechanisms the overlay was fitted with (``provenance.model``; ``gpusim.mechanisms``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 from gpusim.arch import Arch, Calibration, is_builtin_arch_id, load_arch
 from gpusim.calibrate.overlay import find_overlay, read_overlay_arch, read_overlay_file
 from gpusim.errors import InputError, format_validation_error, quote
+from gpusim.mechanisms import overlay_model
 
 CostsName = Literal["calibrated", "datasheet"]
 COSTS_NAMES: tuple[str, ...] = ("calibrated", "datasheet")
@@ -31,6 +33,16 @@ def overlay_file_of(arch: Arch) -> str | None:
     return arch.calibration.provenance.get("overlay_file")
 
 
+def _fitted_model(arch: Arch) -> frozenset[str] | None:
+    """The model the overlay ``arch`` carries was fitted with (None without an overlay)."""
+    if overlay_file_of(arch) is None:
+        return None
+    try:
+        return overlay_model(arch.calibration.provenance.get("model"))
+    except InputError:
+        return None
+
+
 def _merge(arch: Arch, path: Path) -> Arch:
     values = read_overlay_file(path)
     fitted_for = read_overlay_arch(path)
@@ -39,16 +51,29 @@ def _merge(arch: Arch, path: Path) -> Arch:
                          f"'{arch.id}'; give that arch, or an overlay fitted for '{arch.id}'")  # fmt: skip
     provenance = {**(values.get("provenance") or {}), "overlay_file": str(path)}
     try:
-        return with_calibration(arch, {**values, "origin": "calibrated", "provenance": provenance})
+        merged = with_calibration(arch, {**values, "origin": "calibrated", "provenance": provenance})
     except ValidationError as exc:
         raise InputError(format_validation_error(str(path), exc)) from None
+    try:
+        fitted_model = overlay_model(provenance.get("model"))
+    except InputError as exc:
+        raise InputError(f"{quote(path)}: {exc}") from None
+    if "power" in fitted_model and arch.power is None:
+        raise InputError(f"{quote(path)}: the overlay was fitted with the power model, but arch '{arch.id}' has "
+                         "no power block")  # fmt: skip
+    return merged.model_copy(update={"mechanisms": sorted(fitted_model)})
 
 
 def _datasheet(arch: Arch) -> Arch:
     if arch.calibration.origin == "datasheet":
         return arch
     if is_builtin_arch_id(arch.id):
-        return arch.model_copy(update={"calibration": load_arch(arch.id).calibration})
+        mechanisms = arch.mechanisms
+        if mechanisms is not None and frozenset(mechanisms) == _fitted_model(arch):
+            mechanisms = None  # the overlay's model goes with the overlay's costs
+        return arch.model_copy(
+            update={"calibration": load_arch(arch.id).calibration, "mechanisms": mechanisms}
+        )
     raise InputError(f"arch '{arch.id}' carries calibrated costs and is not built in, so its datasheet "
                      "costs are unknown; load it again from its file for datasheet costs")  # fmt: skip
 

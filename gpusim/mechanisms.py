@@ -9,6 +9,10 @@ wants to ablate. Each has a default; a model text switches mechanisms relative t
 The resolved set travels on the arch (``Arch.mechanisms``), so every path to a prediction (auto
 searches, validation, calibration) sees the same switches, and each :class:`~gpusim.result.Prediction`
 records the mechanisms it ran with in ``model``.
+
+A calibration overlay is fitted under one model (its ``provenance.model``): predictions with that
+overlay run with the mechanisms it was fitted with, and a model text switches relative to those
+(``gpusim.costs``); datasheet costs start from ``DEFAULT_ON``.
 """
 
 from __future__ import annotations
@@ -59,14 +63,33 @@ def mechanisms_of(arch: Arch) -> frozenset[str]:
 
 
 def with_model(arch: Arch, text: str | None) -> Arch:
-    """``arch`` with the mechanisms ``text`` switches (relative to the defaults); None: unchanged."""
+    """``arch`` with the mechanisms ``text`` switches, relative to the arch's own (an overlay's fitted
+    model, else the defaults); None: unchanged."""
     if text is None:
         return arch
-    on = parse_model(text)
+    on = parse_model(text, mechanisms_of(arch))
     if "power" in on and arch.power is None:
         raise InputError(f"--model +power: arch '{arch.id}' has no power block (board_power_limit_w, "
                          "static_power_w and energies per operation)")  # fmt: skip
     return arch.model_copy(update={"mechanisms": sorted(on)})
+
+
+LEGACY_OVERLAY_MODEL: frozenset[str] = frozenset({"shared_tensor"})
+"""The mechanisms of an overlay that records no model (fitted before models were recorded, with the
+power model off); such overlays have been used with the shared tensor core since it arrived."""
+
+
+def overlay_model(recorded: object) -> frozenset[str]:
+    """The mechanisms an overlay was fitted with, from its ``provenance.model`` (a list of names)."""
+    if recorded is None:
+        return LEGACY_OVERLAY_MODEL
+    if not isinstance(recorded, list) or not all(isinstance(m, str) for m in recorded):
+        raise InputError("calibration overlay: field 'provenance.model': expected a list of mechanism names")
+    unknown = sorted(set(recorded) - set(MECHANISMS))
+    if unknown:
+        raise InputError(f"calibration overlay: field 'provenance.model': unknown mechanism '{unknown[0]}'; "
+                         f"known: {', '.join(sorted(MECHANISMS))}")  # fmt: skip
+    return frozenset(recorded)
 
 
 def model_label(on: frozenset[str]) -> str:
