@@ -129,6 +129,7 @@ SYNTHETIC = [
     ("tensor_clock_wgmma_zero", "sm_clock_mhz", "sm", 1980.0, {"window": "steady"}),
     ("l2_read_all_sms_distinct_90kib", "memory_bandwidth", "chip", 8500.0, {"bytes_moved": 10**9}),
     ("l2_read_1sm_same_90kib", "l2_bytes_per_clk_per_sm", "sm", 60.0, {}),
+    ("side_bulk_1sm", "smem_bytes_per_clk_per_sm", "side", 90.0, {}),
 ]
 
 
@@ -165,6 +166,7 @@ def test_identify_maps_each_constant(tmp_path: Path) -> None:
     assert c["mma_sync_latency_cycles"].maps_to == "tensor_cores.mma_sync.latency_cycles"
     assert c["sustained_clock_mhz"].value == 1650.0
     assert c["clock_zero_data_mhz"].value == 1980.0
+    assert c["tma_bytes_per_clk_1sm"].value == 90.0
     assert c["l2_bandwidth_fraction"].value == pytest.approx(8500e9 / h100.memory.l2_bandwidth_bytes_per_s)
     pj = (690 - h100.power.static_power_w) / (3700 * 132 * 1650e6) * 1e12
     assert c["tensor_pj_per_flop_at_clock"].value == pytest.approx(pj)

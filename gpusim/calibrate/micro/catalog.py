@@ -76,7 +76,8 @@ class Variant:
 
 
 def _wgmma(n: int, rs: bool, mma_wgs: int = 1, side: str = "none", side_wgs: int = 0, inline: str = "none",
-           inline_count: int = 0, experiment: str = "wgmma", settles: str = "G7") -> Variant:  # fmt: skip
+           inline_count: int = 0, experiment: str = "wgmma", settles: str = "G7",
+           one_sm: bool = False) -> Variant:  # fmt: skip
     mma_cycles = mma_wgs * 4 * n / 2  # 4 wgmma m64nNk16 of N/2 cycles each at 4096 FLOP/clk, per iteration
     inline_cycles = _SIDE_CYCLES_PER_ITER.get(inline, 0) / 8 * inline_count
     mma_iters = int(TARGET_CYCLES / (mma_cycles + inline_cycles)) if mma_wgs else 0
@@ -90,13 +91,15 @@ def _wgmma(n: int, rs: bool, mma_wgs: int = 1, side: str = "none", side_wgs: int
         parts.append(f"inline_{inline}x{inline_count}")
     if not mma_wgs and side_wgs > 1:
         parts.append(f"{side_wgs}wg")
+    if one_sm:
+        parts.append("1sm")
     return Variant(
         name="_".join(parts), experiment=experiment, source="wgmma_bench.cu",
         kernel=f"wgmma_{'rs' if rs else 'ss'}_n{n}", threads=128 * (mma_wgs + side_wgs),
         args={"mma_iters": mma_iters, "side_iters": 0 if mma_wgs else side_iters, "mma_wgs": mma_wgs,
               "side_op": SIDE_OPS[side], "inline_op": INLINE_OPS[inline], "inline_count": inline_count,
               "N": n, "a_from_rmem": int(rs)},
-        settles=settles, needs_wgmma=True,
+        settles=settles, needs_wgmma=True, one_sm=one_sm,
     )  # fmt: skip
 
 
@@ -130,6 +133,9 @@ def _variants() -> tuple[Variant, ...]:
         out.append(
             _wgmma(128, False, mma_wgs=0, side=side, side_wgs=1, experiment="operand_path", settles="G3")
         )
+    # G6: what the TMA engine brings from L2 into one SM's shared memory when that SM is alone
+    out.append(_wgmma(128, False, mma_wgs=0, side="bulk", side_wgs=1, experiment="operand_path", settles="G3,G6",
+                      one_sm=True))  # fmt: skip
     # G5: mma.sync m16n8k16 by warps per SMSP (8 chains per warp), with ldmatrix, and its latency
     for per_smsp in (1, 2, 4, 8):
         warps = 4 * per_smsp

@@ -211,6 +211,10 @@ def identify(rows: list[Measurement], arch: Arch) -> list[MicroConstant]:
             value = min(1.0, max(0.3, gbs / listed)) if name == "l2_bandwidth_fraction" else gbs / listed
             out.append(MicroConstant(name, value, "fraction", target, f"{variant}: {gbs:.0f} GB/s / listed {listed:.0f} GB/s"
                                      + (", within [0.3, 1]" if name == "l2_bandwidth_fraction" else "")))  # fmt: skip
+    if (tma := v.get(("side_bulk_1sm", "smem_bytes_per_clk_per_sm", "side"))) is not None:
+        out.append(MicroConstant("tma_bytes_per_clk_1sm", tma, "B/clk/SM",
+                                 "(G6, proposed) per-SM ingress cap of TMA fills from L2 (the engine: 128 B/clk)",
+                                 "side_bulk_1sm: four 16 KiB cp.async.bulk in flight, one SM alone"))  # fmt: skip
     for variant in (
         "l2_read_1sm_same_90kib",
         "l2_read_1sm_distinct_1024kib",
