@@ -605,6 +605,10 @@ def measure_cmd(
     build_dir: Annotated[
         str | None, typer.Option("--build-dir", help="--micro: keep the cubins in this directory.")
     ] = None,
+    list_only: Annotated[
+        bool,
+        typer.Option("--list", help="--micro: list the variants (for --target, default sm_90a) and stop."),
+    ] = False,
 ) -> None:
     """Time a standard set on the local NVIDIA GPU (torch.mm GEMMs, SDPA attention, a copy kernel), or
     with --micro the engine-fidelity microbenchmarks (wgmma, mma.sync, tensor clock, L2)."""
@@ -613,6 +617,19 @@ def measure_cmd(
 
         if quick:
             raise InputError("--quick applies to the standard set; with --micro use --only")
+        if list_only:
+            from gpusim.calibrate.micro.catalog import variants_for
+
+            chosen = variants_for(target or "sm_90a", only)
+            if not chosen:
+                raise InputError(
+                    f"--only {quote(only)}: no microbenchmark variant of {target or 'sm_90a'} matches"
+                )
+            for v in chosen:
+                grid = "1 SM" if v.one_sm else "all SMs"
+                sys.stdout.write(f"{v.name:40s} {v.experiment:14s} {v.settles:6s} {v.source}:{v.kernel} "
+                                 f"{v.threads} threads, {grid}\n")  # fmt: skip
+            return
         path = out or "micro_local.csv"
         check_output_path(path, "--out", (".csv",))
         n = run_micro(
@@ -620,8 +637,8 @@ def measure_cmd(
         )
         sys.stdout.write(f"wrote {n} rows to {path}\n")
         return
-    if only or target or build_dir:
-        raise InputError("--only, --target and --build-dir need --micro")
+    if only or target or build_dir or list_only:
+        raise InputError("--only, --target, --build-dir and --list need --micro")
     from gpusim.calibrate.measure import run_measure
 
     n = run_measure(out or "measured_local.csv", quick=quick)

@@ -233,6 +233,7 @@ def test_measure_micro_without_gpu_builds_then_exits_2(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["measure", "--only", "wgmma"], "need --micro"),
+        (["measure", "--micro", "--list", "--only", "nothing_like_this"], "no microbenchmark variant"),
         (["measure", "--micro", "--quick"], "--quick applies to the standard set"),
         (["measure", "--micro", "--out", "x.txt"], ".csv"),
     ],
@@ -242,3 +243,11 @@ def test_measure_micro_usage_errors_are_one_line(args: list[str], message: str, 
                           cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
+
+
+def test_measure_micro_list_needs_no_toolchain() -> None:
+    proc = subprocess.run([sys.executable, "-m", "gpusim", "measure", "--micro", "--list", "--target", "sm_80"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    names = [line.split()[0] for line in proc.stdout.splitlines()]
+    assert names == [v.name for v in variants_for("sm_80")]
