@@ -42,6 +42,8 @@ def panel_miss_fractions(
          model.getter(operand.bytes, static, f"operands.{name}.bytes"))
         for name, operand in sched.operands.items()
     ]  # fmt: skip
+    if not getters:  # no operands: nothing to cache
+        return [{} for _ in range(plan.num_waves)]
     for w in range(plan.num_waves):
         bases = plan.wave_bases(w)
         fractions: dict[str, float] = {}

@@ -89,29 +89,44 @@ class ClusterShape:
 
     def __init__(self, cluster: tuple[int, int, int], extents: list[int]) -> None:
         self.size = cluster[0] * cluster[1] * cluster[2]
-        self.scale = [cluster[i] if i < 3 else 1 for i in range(len(extents))]
-        self.last = [e - 1 for e in extents]
-        self.offsets = []
+        scale = [cluster[i] if i < 3 else 1 for i in range(len(extents))]
+        self.trivial = all(x == 1 for x in scale)
+        self._per_rank: list[Callable[[Coords], Coords]] = []
         for rank in range(self.size):
             offs = (rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1]))
-            self.offsets.append([offs[i] if i < 3 else 0 for i in range(len(extents))])
-        self.trivial = all(x == 1 for x in self.scale)
+            tables = [
+                [min(c * scale[i] + (offs[i] if i < 3 else 0), e - 1) for c in range(-(-e // scale[i]))]
+                for i, e in enumerate(extents)
+            ]
+            self._per_rank.append(_lookup(tables))
 
     def coords(self, ccoord: Coords, rank: int) -> Coords:
         """CTA ``rank``'s grid coordinates in the cluster at ``ccoord``."""
         if self.trivial:
             return ccoord
-        offs = self.offsets[rank]
-        return tuple(
-            min(c * k + o, last) for c, k, o, last in zip(ccoord, self.scale, offs, self.last, strict=True)
-        )
+        return self._per_rank[rank](ccoord)
+
+
+def _lookup(tables: list[list[int]]) -> Callable[[Coords], Coords]:
+    """Coordinates through one table per dimension."""
+    if len(tables) == 2:
+        t0, t1 = tables
+        return lambda c: (t0[c[0]], t1[c[1]])
+    if len(tables) == 3:
+        t0, t1, t2 = tables
+        return lambda c: (t0[c[0]], t1[c[1]], t2[c[2]])
+    return lambda c: tuple([t[x] for t, x in zip(tables, c, strict=True)])
 
 
 class SlotUnits(Sequence[ClusterUnit]):
     """One slot's cluster units in order, each computed when read (nothing is kept)."""
 
-    def __init__(self, length: int, spec: Callable[[int], Spec], plan: _Maker) -> None:
-        self._len, self.spec, self._maker = length, spec, plan
+    def __init__(self, length: int, spec: Callable[[int], Spec], plan: _Maker,
+                 extra_of: Callable[[int], Mapping[str, Any]] | None = None,
+                 shared_extras: bool = False) -> None:  # fmt: skip
+        self._len, self.spec, self._maker, self._extra_of = length, spec, plan, extra_of
+        self.shared_extras = shared_extras
+        """Whether the extras are objects the plan keeps (one per split or KV segment), not new per unit."""
 
     def __len__(self) -> int:
         return self._len
@@ -133,6 +148,13 @@ class SlotUnits(Sequence[ClusterUnit]):
         """Each cluster unit's spec, in order."""
         spec = self.spec
         return (spec(i) for i in range(self._len))
+
+    def extras(self) -> Iterator[Mapping[str, Any]]:
+        """Each cluster unit's scheduler extras, in order."""
+        if self._extra_of is not None:
+            return map(self._extra_of, range(self._len))
+        spec = self.spec
+        return (spec(i)[1] for i in range(self._len))
 
 
 class _Maker:
@@ -283,6 +305,12 @@ def _round_robin(
     return spec
 
 
+def _round_robin_extra(order: ClusterOrder, extras: list[dict[str, Any]], slot: int,
+                       num_slots: int) -> Callable[[int], Mapping[str, Any]]:  # fmt: skip
+    n = len(order)
+    return lambda i: extras[(slot + i * num_slots) // n]
+
+
 def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> WorkPlan:
     """Lay out units over slots (lazily) and group identical slots (each alone when not ``group_identical``)."""
     launch = sched.launch
@@ -300,12 +328,14 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
     shape = ClusterShape(launch.cluster, extents)
     if launch.scheduler == "splitkv_balanced":
         specs, extra_keys = _plan_splitkv(sched, order, num_slots)
+        make_extra: Callable[[int], Callable[[int], Mapping[str, Any]]] | None = None
         lengths = [len(s) for s in specs]
         make_spec: Callable[[int], Callable[[int], Spec]] = lambda s: specs[s].__getitem__  # noqa: E731
     elif launch.scheduler == "stream_k":
         if kt is None:
             raise InputError(f"{sched.name}: stream_k needs a param KT (k-iterations per tile)")
         lengths, make_spec, extra_keys = _plan_stream_k(order, kt, num_slots)
+        make_extra = None
     else:
         splits = launch.splits if launch.scheduler == "split_k" else 1
         if splits > 1 and kt is None:
@@ -315,9 +345,19 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
         lengths = [len(range(s, total, num_slots)) for s in range(num_slots)]
         extra_keys = tuple(extras[0])
         make_spec = lambda s: _round_robin(order, extras, s, num_slots)  # noqa: E731
+        make_extra = lambda s: _round_robin_extra(order, extras, s, num_slots)  # noqa: E731
     model = UnitModel(sched, extra_keys)
     maker = _Maker(model, shape)
-    slot_lists = tuple(SlotUnits(lengths[s], make_spec(s), maker) for s in range(num_slots))
+    slot_lists = tuple(
+        SlotUnits(
+            lengths[s],
+            make_spec(s),
+            maker,
+            make_extra(s) if make_extra is not None else None,
+            shared_extras=launch.scheduler != "stream_k",
+        )
+        for s in range(num_slots)
+    )
     num_units = sum(lengths) * csize
     groups = _group_slots(sched, model, shape, slot_lists, num_groups, num_units, group_identical)
     return WorkPlan(slot_lists=slot_lists, groups=groups, num_units=num_units, cluster_grid=tuple(cdims),
@@ -390,6 +430,7 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
     getters = [model.name_getter(k) for k in sig_keys]
     checks = model.per_unit_fields() if num_units else []
     interned: dict[tuple, int] = {}
+    per_extra: dict[int, int] = {}  # extras the plan keeps (by identity) -> their signature's id
     ranks = range(shape.size)
     coords_of = shape.coords
 
@@ -397,10 +438,17 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
         if not getters and not checks:
             return (len(slot),)
         out = []
-        for ccoord, extra in slot.specs():
+        specs = slot.specs() if by_coords else ((None, extra) for extra in slot.extras())
+        by_extra = None if by_coords or not slot.shared_extras else per_extra
+        for ccoord, extra in specs:
+            if by_extra is not None:
+                known = by_extra.get(id(extra))
+                if known is not None:
+                    out.append(known)
+                    continue
             cluster = []
             for rank in ranks:
-                coords = coords_of(ccoord, rank)
+                coords = coords_of(ccoord, rank) if by_coords else ()
                 try:
                     cluster.append(tuple([g(coords, extra, rank) for g in getters]))
                     for check in checks:
@@ -409,11 +457,16 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
                     model.raise_eager(coords, extra, rank)
                     raise
             key = tuple(cluster)
-            out.append(interned.setdefault(key, len(interned)))
+            ident = interned.setdefault(key, len(interned))
+            if by_extra is not None:
+                by_extra[id(extra)] = ident
+            out.append(ident)
         return tuple(out)
 
     if num_units:
         model.touch_fields()  # tabulated and constant fields: evaluated (and their errors raised) now
+    # a signature of values that do not differ with the coordinates needs none computed
+    by_coords = any(model.name_reads_coords(k) for k in sig_keys) or model.per_unit_reads_coords()
     groups: dict[tuple, list[int]] = {}
     for g in range(num_groups):
         positions = [slot_lists[g + p * num_groups] for p in range(launch.ctas_per_sm)]

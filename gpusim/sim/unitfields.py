@@ -64,6 +64,19 @@ class _Derived:
         self._get: Getter | None = None
         self.kind = ""
         """How the value is computed: name, const, table, memo or unit (set with the getter)."""
+        self.table: Runs | None = None
+        """The runs of a tabulated expression, once built."""
+
+    def reads_coords(self) -> bool:
+        """Whether the value may differ between units of different coordinates (after its tables are
+        built: a tabulated expression of one run does not)."""
+        if self.kind == "table":
+            return self.table is None or len(self.table.starts) > 1
+        if self.kind == "const":
+            return False
+        if self.kind == "name":
+            return self.model.source_reads_coords(next(iter(self.sources.values())))
+        return self.kind == "unit" or any(b[0] == "dim" for b in self.bases)
 
     def getter(self) -> Getter:
         """The getter of this expression's value (its tables are built on the first call)."""
@@ -122,7 +135,11 @@ class _Derived:
         def get(coords: Coords, extra: Mapping[str, Any], rank: int) -> Any:
             if not runs:
                 runs.append(build())
-            return runs[0].value(coords[dim])
+                self.table = runs[0]
+            table = runs[0]
+            if len(table.starts) == 1:
+                return table.values[0]
+            return table.value(coords[dim])
 
         return get
 
@@ -217,6 +234,10 @@ class UnitModel:
         """Getters of the fields evaluated unit by unit (of several unit names)."""
         return [f.getter() for f in self.fields if f.getter() and f.kind in ("memo", "unit")]
 
+    def per_unit_reads_coords(self) -> bool:
+        """Whether a field evaluated unit by unit reads the unit's coordinates."""
+        return any(f.reads_coords() for f in self.fields if f.kind in ("memo", "unit"))
+
     def scope_end(self, derived: _Derived) -> int:
         """How many fields a unit has when ``derived`` is evaluated (all of them unless it is a field)."""
         for j, field in enumerate(self.fields):
@@ -239,6 +260,16 @@ class UnitModel:
                 get = self.fields[arg].getter()
             self._source_getters[source] = get
         return get
+
+    def source_reads_coords(self, source: Source) -> bool:
+        """Whether a unit name's value may differ with the unit's coordinates."""
+        if source[0] == "field":
+            return self.fields[source[1]].reads_coords()
+        return source[0] == "dim"
+
+    def name_reads_coords(self, name: str) -> bool:
+        """Whether unit name ``name``'s value may differ with the unit's coordinates."""
+        return self.source_reads_coords(self.scope[name])
 
     def name_getter(self, name: str) -> Getter:
         """The getter of unit name ``name`` (a dimension, extra, ``cta_rank`` or field)."""
