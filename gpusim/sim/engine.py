@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,11 +133,11 @@ class _Builder:
             if sched.launch.persistent:
                 self._launch_cluster(sms, list(slot), wave_offset=0, first_warp=first_warp)
             else:
-                process = self.env.process(self._grid_slot(sms, list(slot), first_warp))
+                process = self.env.process(self._grid_slot(sms, slot, first_warp))
                 if self.ff is not None:
                     self.ff.add_process(process)
 
-    def _grid_slot(self, sms: list[SimSM], slot: list[ClusterUnit], first_warp: int):
+    def _grid_slot(self, sms: list[SimSM], slot: Sequence[ClusterUnit], first_warp: int):
         for wave, cunit in enumerate(slot):
             procs = self._launch_cluster(sms, [cunit], wave_offset=wave, first_warp=first_warp)
             yield self.env.all_of(procs)
@@ -308,7 +309,7 @@ def simulate(
     builder = _Builder(sched, arch, env, net, rates, miss, record)
     if not exact:
         builder.ff = FastForward(env, net, builder.sms, builder.rings, dynamic_names=_dynamic_names(sched, plan),
-                                 unit_fields=_unit_fields(plan))  # fmt: skip
+                                 unit_fields=plan.unit_keys)  # fmt: skip
     for group in plan.groups:
         builder.build_group(group)
     ff = builder.ff
@@ -354,17 +355,10 @@ def simulate(
 
 def _dynamic_names(sched: Schedule, plan: WorkPlan) -> frozenset[str]:
     """Names whose values change as roles run: loop variables, ``tile`` and the work units' fields."""
-    names = {"tile"} | _unit_fields(plan)
+    names = {"tile"} | plan.unit_keys
     for role in sched.roles.values():
         names |= {s.args["var"] for s, _ in walk(role.program) if s.op == "for"}
     return frozenset(names)
-
-
-def _unit_fields(plan: WorkPlan) -> frozenset[str]:
-    for slot in plan.slot_lists:
-        for cunit in slot:
-            return frozenset(k for u in cunit for k in u)
-    return frozenset()
 
 
 __all__ = ["DEFAULT_MAX_EVENTS", "PIPES", "SimRun", "simulate"]

@@ -52,6 +52,7 @@ class Cta:
     """Operand -> the CTAs of the cluster that receive this CTA's multicast of it (itself included)."""
     pair: list[SimSM] = field(default_factory=list)
     outstanding: list[simpy.Event] = field(default_factory=list)
+    """Stores (stg) this CTA issued that may still be in flight (the completed ones at its head are dropped)."""
     operand_multicast: dict[str, int] = field(default_factory=dict)
     memo: dict[tuple, Any] = field(default_factory=dict)
     """Values of program expressions by the values of the names they read (shared by the CTAs of one
@@ -323,6 +324,9 @@ class RoleRunner:
 
 
 _NO_OVERRIDES: dict[str, Any] = {}
+_PRUNE_STORES = 32
+"""A CTA's list of stores in flight drops its completed head once it is this long (else it would hold
+every store of the kernel: memory and snapshot time that grow with the problem)."""
 _MISSING = object()
 _MEMO_ENTRIES = 65_536
 """The most remembered expression values per simulation (the memo starts over past it)."""
@@ -528,7 +532,13 @@ def _ldg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
 
 def _stg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
     nbytes = rr.size(stmt, stmt.args.bytes)
-    rr.cta.outstanding.append(rr.transfer(nbytes, operand=None, write=True))
+    outstanding = rr.cta.outstanding
+    if len(outstanding) >= _PRUNE_STORES and outstanding[0].processed:  # completed stores: nothing reads them
+        done = 1
+        while done < len(outstanding) and outstanding[done].processed:
+            done += 1
+        del outstanding[:done]
+    outstanding.append(rr.transfer(nbytes, operand=None, write=True))
 
 
 def _reduce(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import Any
 
 from gpusim.schedule.ir import Schedule
-from gpusim.sim.scheduler import ExprMemo, WorkPlan
+from gpusim.sim.scheduler import WorkPlan
 
 
 def panel_miss_fractions(
@@ -21,35 +21,47 @@ def panel_miss_fractions(
     """For each wave, operand name -> fraction of its L2 reads that come from HBM (the rest hit).
 
     With TMA multicast over ``n`` CTAs each CTA reads ``1/n`` of a panel from L2, so the L2 reads of
-    a wave are the panel uses divided by ``n``.
+    a wave are the panel uses divided by ``n``. Units are read wave by wave, one wave at a time
+    (the keys and sizes through the plan's getters: nothing per unit is kept).
     """
     multicast = multicast or {}
     cache: OrderedDict[tuple[Any, ...], float] = OrderedDict()
     used_bytes = 0.0
     result: list[dict[str, float]] = []
     env = dict(sched.env)
-    memo = ExprMemo()
+    model = plan.model
     read: frozenset[str] = frozenset()
     for operand in sched.operands.values():
         read = read.union(operand.bytes.names, *(k.names for k in operand.key))
     static = {n: env[n] for n in read if n in env}  # what the keys and sizes read, not the whole env
+    known = static.keys() | model.keys
+    unknown = [(name, expr) for name, operand in sched.operands.items() for expr in (*operand.key, operand.bytes)
+               if not expr.names <= known]  # fmt: skip
+    getters = [
+        (name, [model.getter(k, static, f"operands.{name}.key") for k in operand.key],
+         model.getter(operand.bytes, static, f"operands.{name}.bytes"))
+        for name, operand in sched.operands.items()
+    ]  # fmt: skip
+    if not getters:  # no operands: nothing to cache
+        return [{} for _ in range(plan.num_waves)]
     for w in range(plan.num_waves):
-        units = plan.wave(w)
+        bases = plan.wave_bases(w)
         fractions: dict[str, float] = {}
-        locals_ = [{**static, **unit} for unit in units]
-        for name, operand in sched.operands.items():  # a name neither has: the full env's error message
-            for expr in (*operand.key, operand.bytes):
-                if units and not expr.names <= locals_[0].keys():
-                    expr({**env, **units[0]}, where=f"operands.{name}")
-        for name, operand in sched.operands.items():
+        if unknown and bases:  # a name neither has: the full env's error message
+            first = model.unit(*bases[0])
+            for name, expr in unknown:
+                expr({**env, **first}, where=f"operands.{name}")
+        for name, key_getters, size_getter in getters:
             uses: dict[tuple[Any, ...], int] = {}
             sizes: dict[tuple[Any, ...], float] = {}
-            key_where, bytes_where = f"operands.{name}.key", f"operands.{name}.bytes"
-            for local in locals_:
-                key = (name, *(memo(k, local, key_where) for k in operand.key))
-                uses[key] = uses.get(key, 0) + 1
-                if key not in sizes:
-                    sizes[key] = float(memo(operand.bytes, local, bytes_where))
+            for coords, extra, rank in bases:
+                key = (name, *[g(coords, extra, rank) for g in key_getters])
+                count = uses.get(key)
+                if count is None:
+                    uses[key] = 1
+                    sizes[key] = float(size_getter(coords, extra, rank))
+                else:
+                    uses[key] = count + 1
             total = sum(uses[k] * sizes[k] for k in uses) / max(1, multicast.get(name, 1))
             missing = 0.0
             for key, size in sizes.items():

@@ -4,49 +4,168 @@ A *slot* is one resident cluster position (SMs // cluster_size of them, times CT
 runs its list of cluster units in order; the ``w``-th unit of every slot runs at about the same time
 (wave ``w``), which the L2 tile cache uses. Slots whose lists have the same work signature behave
 identically and are simulated once, standing for all of them (their *weight*).
+
+Plans are lazy: a slot's units are computed when read, from the cluster order (by arithmetic), the
+scheduler's extras and the launch fields (gpusim/sim/unitfields.py), so a plan's memory does not grow
+with the problem; grouping the slots reads only the unit names the programs read.
 """
 
 from __future__ import annotations
 
-import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from gpusim.arch import Arch
 from gpusim.errors import GpusimError, InputError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
+from gpusim.sim.unitfields import Coords, UnitModel
 
 Unit = dict[str, Any]
 ClusterUnit = tuple[Unit, ...]
+Spec = tuple[Coords, Mapping[str, Any]]
+"""A cluster unit before its fields: its cluster coordinate and the scheduler's extras."""
+Base = tuple[Coords, Mapping[str, Any], int]
+"""A CTA unit before its fields: its coordinates, the scheduler's extras and its rank in the cluster."""
 
 
-class ExprMemo:
-    """Values of expressions by the values of the names they read: a unit field or an operand key that
-    reads only ``m_block`` is evaluated once per ``m_block``, not once per unit (expressions are pure)."""
+class ClusterOrder(Sequence[Coords]):
+    """The cluster grid's coordinates in launch order (raster order and swizzle), computed by index."""
 
-    def __init__(self) -> None:
-        self._names: dict[Any, tuple[str, ...]] = {}
-        self._values: dict[tuple, Any] = {}
+    def __init__(self, sched: Schedule, dims: list[int]) -> None:
+        launch = sched.launch
+        self.dims = dims
+        self.raster = launch.raster
+        if len(dims) > 1 and self.raster == "heuristic":
+            self.raster = "along_n" if dims[1] > dims[0] else "along_m"
+        self.swizzle = launch.swizzle
+        self._pairs = dims[0] * dims[1] if len(dims) > 1 else dims[0]
+        total = 1
+        for d in dims:
+            total *= d
+        self._len = total
 
-    def __call__(self, expr: Any, env: dict[str, Any], where: str) -> Any:
-        """``expr(env, where=where)``, remembered."""
-        names = self._names.get(expr)
-        if names is None:
-            names = self._names[expr] = tuple(sorted(expr.names))
-        get = env.get
-        key = (expr, *[get(n) for n in names])
-        value = self._values.get(key, _MISSING)
-        if value is _MISSING:
-            value = expr(env, where=where)
-            if len(self._values) >= _MEMO_ENTRIES:
-                self._values.clear()
-            self._values[key] = value
-        return value
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> Coords: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Coords]: ...
+    def __getitem__(self, index: int | slice) -> Coords | Sequence[Coords]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._len))]
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError(index)
+        dims = self.dims
+        if len(dims) == 1:
+            return (index,)
+        outer, q = divmod(index, self._pairs)
+        d0, d1, s = dims[0], dims[1], self.swizzle
+        if self.raster == "as_listed":
+            j, i = divmod(q, d0)
+        elif self.raster == "along_m":
+            stripe, r = divmod(q, d0 * s)
+            width = min(s, d1 - stripe * s)
+            i, jj = divmod(r, width)
+            j = stripe * s + jj
+        else:
+            stripe, r = divmod(q, d1 * s)
+            width = min(s, d0 - stripe * s)
+            j, ii = divmod(r, width)
+            i = stripe * s + ii
+        rest = []
+        for extent in dims[2:]:  # the first of the other dimensions varies fastest
+            outer, digit = divmod(outer, extent)
+            rest.append(digit)
+        return (i, j, *rest)
 
 
-_MISSING = object()
-_MEMO_ENTRIES = 65_536
+class ClusterShape:
+    """The coordinates of each CTA of a cluster from the cluster's (clamped to the grid)."""
+
+    def __init__(self, cluster: tuple[int, int, int], extents: list[int]) -> None:
+        self.size = cluster[0] * cluster[1] * cluster[2]
+        scale = [cluster[i] if i < 3 else 1 for i in range(len(extents))]
+        self.trivial = all(x == 1 for x in scale)
+        self._per_rank: list[Callable[[Coords], Coords]] = []
+        for rank in range(self.size):
+            offs = (rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1]))
+            tables = [
+                [min(c * scale[i] + (offs[i] if i < 3 else 0), e - 1) for c in range(-(-e // scale[i]))]
+                for i, e in enumerate(extents)
+            ]
+            self._per_rank.append(_lookup(tables))
+
+    def coords(self, ccoord: Coords, rank: int) -> Coords:
+        """CTA ``rank``'s grid coordinates in the cluster at ``ccoord``."""
+        if self.trivial:
+            return ccoord
+        return self._per_rank[rank](ccoord)
+
+
+def _lookup(tables: list[list[int]]) -> Callable[[Coords], Coords]:
+    """Coordinates through one table per dimension."""
+    if len(tables) == 2:
+        t0, t1 = tables
+        return lambda c: (t0[c[0]], t1[c[1]])
+    if len(tables) == 3:
+        t0, t1, t2 = tables
+        return lambda c: (t0[c[0]], t1[c[1]], t2[c[2]])
+    return lambda c: tuple([t[x] for t, x in zip(tables, c, strict=True)])
+
+
+class SlotUnits(Sequence[ClusterUnit]):
+    """One slot's cluster units in order, each computed when read (nothing is kept)."""
+
+    def __init__(self, length: int, spec: Callable[[int], Spec], plan: _Maker,
+                 extra_of: Callable[[int], Mapping[str, Any]] | None = None,
+                 shared_extras: bool = False) -> None:  # fmt: skip
+        self._len, self.spec, self._maker, self._extra_of = length, spec, plan, extra_of
+        self.shared_extras = shared_extras
+        """Whether the extras are objects the plan keeps (one per split or KV segment), not new per unit."""
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> ClusterUnit: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ClusterUnit]: ...
+    def __getitem__(self, index: int | slice) -> ClusterUnit | Sequence[ClusterUnit]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._len))]
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError(index)
+        return self._maker.cluster(*self.spec(index))
+
+    def specs(self) -> Iterator[Spec]:
+        """Each cluster unit's spec, in order."""
+        spec = self.spec
+        return (spec(i) for i in range(self._len))
+
+    def extras(self) -> Iterator[Mapping[str, Any]]:
+        """Each cluster unit's scheduler extras, in order."""
+        if self._extra_of is not None:
+            return map(self._extra_of, range(self._len))
+        spec = self.spec
+        return (spec(i)[1] for i in range(self._len))
+
+
+class _Maker:
+    """Cluster units from specs."""
+
+    def __init__(self, model: UnitModel, shape: ClusterShape) -> None:
+        self.model, self.shape = model, shape
+
+    def cluster(self, ccoord: Coords, extra: Mapping[str, Any]) -> ClusterUnit:
+        coords, unit = self.shape.coords, self.model.unit
+        return tuple(unit(coords(ccoord, rank), extra, rank) for rank in range(self.shape.size))
 
 
 @dataclass(frozen=True)
@@ -55,56 +174,45 @@ class SmGroup:
 
     index: int
     weight: int
-    slots: tuple[tuple[ClusterUnit, ...], ...]
+    slots: tuple[SlotUnits, ...]
     """Per CTA position on the SMs (ctas_per_sm of them): that slot's cluster units in order."""
 
 
 @dataclass(frozen=True)
 class WorkPlan:
-    """Every slot's work, the waves for the L2 cache, and the groups to simulate."""
+    """Every slot's work (lazy), the waves for the L2 cache, and the groups to simulate."""
 
-    slot_lists: tuple[tuple[ClusterUnit, ...], ...]
+    slot_lists: tuple[SlotUnits, ...]
     groups: tuple[SmGroup, ...]
     num_units: int
     cluster_grid: tuple[int, ...]
+    model: UnitModel
+    shape: ClusterShape
 
     @property
     def num_waves(self) -> int:
         """The longest slot list."""
         return max((len(s) for s in self.slot_lists), default=0)
 
+    @property
+    def unit_keys(self) -> frozenset[str]:
+        """The names every unit has (none without units)."""
+        return self.model.keys if self.num_units else frozenset()
+
+    def wave_bases(self, w: int) -> list[Base]:
+        """Every CTA unit that runs as the ``w``-th unit of its slot, before its fields."""
+        shape = self.shape
+        out: list[Base] = []
+        for slot in self.slot_lists:
+            if len(slot) > w:
+                ccoord, extra = slot.spec(w)
+                out.extend((shape.coords(ccoord, rank), extra, rank) for rank in range(shape.size))
+        return out
+
     def wave(self, w: int) -> list[Unit]:
         """Every CTA unit that runs as the ``w``-th unit of its slot."""
-        return [u for s in self.slot_lists if len(s) > w for u in s[w]]
-
-
-def _ordered_cluster_coords(sched: Schedule, dims: list[int]) -> list[tuple[int, ...]]:
-    launch = sched.launch
-    if len(dims) == 1:
-        return [(i,) for i in range(dims[0])]
-    d0, d1, rest = dims[0], dims[1], dims[2:]
-    raster = launch.raster
-    if raster == "heuristic":
-        raster = "along_n" if d1 > d0 else "along_m"
-    s = launch.swizzle
-    if raster == "as_listed":
-        pairs = [(i, j) for j in range(d1) for i in range(d0)]
-    elif raster == "along_m":
-        pairs = [
-            (i, j)
-            for stripe in range(0, d1, s)
-            for i in range(d0)
-            for j in range(stripe, min(stripe + s, d1))
-        ]
-    else:
-        pairs = [
-            (i, j)
-            for stripe in range(0, d0, s)
-            for j in range(d1)
-            for i in range(stripe, min(stripe + s, d0))
-        ]
-    outer = list(itertools.product(*[range(r) for r in reversed(rest)]))
-    return [(i, j, *reversed(o)) for o in outer for i, j in pairs]
+        unit = self.model.unit
+        return [unit(*base) for base in self.wave_bases(w)]
 
 
 def _program_names(sched: Schedule) -> set[str]:
@@ -173,8 +281,116 @@ def splitkv_balanced_parts(blocks_per_request: list[int], parts: int, overhead: 
     return [[KvSegment(r, b0, b1, sp, n_splits[r]) for r, b0, b1, sp in segs] for segs in out]
 
 
-def _plan_splitkv(sched: Schedule, arch: Arch, order: list[tuple[int, ...]], cluster_members: Any,
-                  slot_lists: list[list[ClusterUnit]]) -> None:  # fmt: skip
+def split_k_fields(split: int, splits: int, kt: int | None) -> dict[str, Any]:
+    """The fields a split-K unit carries: its split index and flags, and (with ``kt`` k-iterations per
+    tile) its share ``k_begin .. k_end`` of the k-loop."""
+    extra: dict[str, Any] = {"split": split, "is_last_split": int(split == splits - 1),
+                             "is_first_split": int(split == 0)}  # fmt: skip
+    if kt is not None:
+        per = -(-kt // splits)
+        k0, k1 = split * per, min(kt, (split + 1) * per)
+        extra.update(k_begin=k0, k_end=k1, k_iters=k1 - k0)
+    return extra
+
+
+def _round_robin(
+    order: ClusterOrder, extras: list[dict[str, Any]], slot: int, num_slots: int
+) -> Callable[[int], Spec]:
+    n = len(order)
+
+    def spec(i: int) -> Spec:
+        split, index = divmod(slot + i * num_slots, n)
+        return order[index], extras[split]
+
+    return spec
+
+
+def _round_robin_extra(order: ClusterOrder, extras: list[dict[str, Any]], slot: int,
+                       num_slots: int) -> Callable[[int], Mapping[str, Any]]:  # fmt: skip
+    n = len(order)
+    return lambda i: extras[(slot + i * num_slots) // n]
+
+
+def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> WorkPlan:
+    """Lay out units over slots (lazily) and group identical slots (each alone when not ``group_identical``)."""
+    launch = sched.launch
+    extents = [e for _, e in launch.grid]
+    csize = launch.cluster_size
+    cdims = [-(-e // (launch.cluster[i] if i < 3 else 1)) for i, e in enumerate(extents)]
+    kt = sched.env.get("KT")
+    num_groups = arch.sm_count // csize
+    if num_groups < 1:
+        raise InputError(
+            f"{sched.name}: a cluster of {csize} CTAs needs more than the {arch.sm_count} SMs of {arch.id}"
+        )
+    num_slots = num_groups * launch.ctas_per_sm
+    order = ClusterOrder(sched, cdims)
+    shape = ClusterShape(launch.cluster, extents)
+    if launch.scheduler == "splitkv_balanced":
+        specs, extra_keys = _plan_splitkv(sched, order, num_slots)
+        make_extra: Callable[[int], Callable[[int], Mapping[str, Any]]] | None = None
+        lengths = [len(s) for s in specs]
+        make_spec: Callable[[int], Callable[[int], Spec]] = lambda s: specs[s].__getitem__  # noqa: E731
+    elif launch.scheduler == "stream_k":
+        if kt is None:
+            raise InputError(f"{sched.name}: stream_k needs a param KT (k-iterations per tile)")
+        lengths, make_spec, extra_keys = _plan_stream_k(order, kt, num_slots)
+        make_extra = None
+    else:
+        splits = launch.splits if launch.scheduler == "split_k" else 1
+        if splits > 1 and kt is None:
+            raise InputError(f"{sched.name}: split_k needs a param KT (k-iterations per tile)")
+        extras = [split_k_fields(split, splits, kt) for split in range(splits)]
+        total = len(order) * splits
+        lengths = [len(range(s, total, num_slots)) for s in range(num_slots)]
+        extra_keys = tuple(extras[0])
+        make_spec = lambda s: _round_robin(order, extras, s, num_slots)  # noqa: E731
+        make_extra = lambda s: _round_robin_extra(order, extras, s, num_slots)  # noqa: E731
+    model = UnitModel(sched, extra_keys)
+    maker = _Maker(model, shape)
+    slot_lists = tuple(
+        SlotUnits(
+            lengths[s],
+            make_spec(s),
+            maker,
+            make_extra(s) if make_extra is not None else None,
+            shared_extras=launch.scheduler != "stream_k",
+        )
+        for s in range(num_slots)
+    )
+    num_units = sum(lengths) * csize
+    groups = _group_slots(sched, model, shape, slot_lists, num_groups, num_units, group_identical)
+    return WorkPlan(slot_lists=slot_lists, groups=groups, num_units=num_units, cluster_grid=tuple(cdims),
+                    model=model, shape=shape)  # fmt: skip
+
+
+def _plan_stream_k(order: ClusterOrder, kt: int, num_slots: int) -> tuple[list[int], Callable[[int], Callable[[int], Spec]], tuple[str, ...]]:  # fmt: skip
+    """Stream-K: the flattened tiles x k-iterations cut into equal shares, one per slot; a slot's units
+    are its share's pieces of tiles."""
+    total = len(order) * kt
+    per_slot = -(-total // num_slots)
+    bounds = [(s * per_slot, min(total, (s + 1) * per_slot)) for s in range(num_slots)]
+    lengths = [(end - 1) // kt - begin // kt + 1 if end > begin else 0 for begin, end in bounds]
+
+    def make_spec(s: int) -> Callable[[int], Spec]:
+        begin, end = bounds[s]
+        first = begin // kt
+
+        def spec(i: int) -> Spec:
+            tile = first + i
+            k0 = begin - tile * kt if i == 0 else 0
+            k1 = min(kt, end - tile * kt)
+            extra = {"k_begin": k0, "k_end": k1, "k_iters": k1 - k0, "is_last_split": int(k1 == kt),
+                     "is_first_split": int(k0 == 0), "split": int(k0 > 0)}  # fmt: skip
+            return order[tile], extra
+
+        return spec
+
+    keys = ("k_begin", "k_end", "k_iters", "is_last_split", "is_first_split", "split")
+    return lengths, make_spec, keys
+
+
+def _plan_splitkv(sched: Schedule, order: ClusterOrder, num_slots: int) -> tuple[list[list[Spec]], tuple[str, ...]]:  # fmt: skip
     """Each grid coordinate (e.g. m-block x kv-head) runs ``parts`` CTAs; CTA ``p`` walks part ``p``'s
     segments. Per-request KV block counts come from the param ``KV_BLOCKS`` (blocks per request) and
     the problem's ``batch``."""
@@ -188,118 +404,69 @@ def _plan_splitkv(sched: Schedule, arch: Arch, order: list[tuple[int, ...]], clu
     per_part = splitkv_balanced_parts(
         [int(env["KV_BLOCKS"])] * int(env["batch"]), parts, launch.fixed_overhead_blocks
     )
-    num_slots = len(slot_lists)
+    specs: list[list[Spec]] = [[] for _ in range(num_slots)]
     cta = 0
     for part, segs in enumerate(per_part):
+        extras = [{"part": part, "batch_idx": seg.request, "block_begin": seg.block_begin,
+                   "block_end": seg.block_end, "blocks": seg.block_end - seg.block_begin,
+                   "split": seg.split, "n_splits": seg.n_splits, "is_split": int(seg.n_splits > 1),
+                   "is_first_split": int(seg.split == 0),
+                   "is_last_split": int(seg.split == seg.n_splits - 1)} for seg in segs]  # fmt: skip
         for coord in order:
-            for seg in segs:
-                extra = {"part": part, "batch_idx": seg.request, "block_begin": seg.block_begin,
-                         "block_end": seg.block_end, "blocks": seg.block_end - seg.block_begin,
-                         "split": seg.split, "n_splits": seg.n_splits, "is_split": int(seg.n_splits > 1),
-                         "is_first_split": int(seg.split == 0),
-                         "is_last_split": int(seg.split == seg.n_splits - 1)}  # fmt: skip
-                slot_lists[cta % num_slots].append(cluster_members(coord, extra))
+            specs[cta % num_slots].extend((coord, extra) for extra in extras)
             cta += 1
+    keys = ("part", "batch_idx", "block_begin", "block_end", "blocks", "split", "n_splits", "is_split",
+            "is_first_split", "is_last_split")  # fmt: skip
+    return specs, keys
 
 
-def split_k_fields(split: int, splits: int, kt: int | None) -> dict[str, Any]:
-    """The fields a split-K unit carries: its split index and flags, and (with ``kt`` k-iterations per
-    tile) its share ``k_begin .. k_end`` of the k-loop."""
-    extra: dict[str, Any] = {"split": split, "is_last_split": int(split == splits - 1),
-                             "is_first_split": int(split == 0)}  # fmt: skip
-    if kt is not None:
-        per = -(-kt // splits)
-        k0, k1 = split * per, min(kt, (split + 1) * per)
-        extra.update(k_begin=k0, k_end=k1, k_iters=k1 - k0)
-    return extra
-
-
-def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> WorkPlan:
-    """Build units, assign them to slots and group identical slots (each alone when not ``group_identical``)."""
+def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_lists: tuple[SlotUnits, ...],
+                 num_groups: int, num_units: int, group_identical: bool) -> tuple[SmGroup, ...]:  # fmt: skip
+    """SM groups whose slots read the same values of every unit name the programs read, in order."""
     launch = sched.launch
-    cluster = launch.cluster
-    dim_names = [d for d, _ in launch.grid]
-    extents = [e for _, e in launch.grid]
-    csize = launch.cluster_size
-    cdims = [-(-e // (cluster[i] if i < 3 else 1)) for i, e in enumerate(extents)]
-    env = dict(sched.env)
-    kt = env.get("KT")
-    memo = ExprMemo()
-    field_where = {name: f"{sched.name}: launch.fields.{name}" for name in launch.fields}
-
-    read = frozenset().union(*(expr.names for expr in launch.fields.values()))
-    static = {n: env[n] for n in read if n in env}  # the env the fields read, not all of it per unit
-
-    def make_unit(coords: tuple[int, ...], extra: dict[str, Any]) -> Unit:
-        unit: Unit = dict(zip(dim_names, coords, strict=True))
-        unit.update(extra)
-        local = dict(static)
-        local.update(unit)
-        for name, expr in launch.fields.items():
-            try:
-                unit[name] = memo(expr, local, field_where[name])
-            except GpusimError:
-                expr({**env, **unit}, where=field_where[name])  # the error names every known symbol
-                raise
-            local[name] = unit[name]
-        return unit
-
-    def cluster_members(ccoord: tuple[int, ...], extra: dict[str, Any]) -> ClusterUnit:
-        members = []
-        for rank in range(csize):
-            offs = (rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1]))
-            coords = tuple(
-                min(c * (cluster[i] if i < 3 else 1) + (offs[i] if i < 3 else 0), extents[i] - 1)
-                for i, c in enumerate(ccoord)
-            )
-            members.append(make_unit(coords, {**extra, "cta_rank": rank}))
-        return tuple(members)
-
-    num_groups = arch.sm_count // csize
-    if num_groups < 1:
-        raise InputError(
-            f"{sched.name}: a cluster of {csize} CTAs needs more than the {arch.sm_count} SMs of {arch.id}"
-        )
-    num_slots = num_groups * launch.ctas_per_sm
-    order = _ordered_cluster_coords(sched, cdims)
-    slot_lists: list[list[ClusterUnit]] = [[] for _ in range(num_slots)]
-
-    if launch.scheduler == "splitkv_balanced":
-        _plan_splitkv(sched, arch, order, cluster_members, slot_lists)
-    elif launch.scheduler == "stream_k":
-        if kt is None:
-            raise InputError(f"{sched.name}: stream_k needs a param KT (k-iterations per tile)")
-        total = len(order) * kt
-        per_slot = -(-total // num_slots)
-        for s in range(num_slots):
-            begin, end = s * per_slot, min(total, (s + 1) * per_slot)
-            pos = begin
-            while pos < end:
-                tile, k0 = divmod(pos, kt)
-                k1 = min(kt, k0 + (end - pos))
-                extra = {"k_begin": k0, "k_end": k1, "k_iters": k1 - k0, "is_last_split": int(k1 == kt),
-                         "is_first_split": int(k0 == 0), "split": int(k0 > 0)}  # fmt: skip
-                slot_lists[s].append(cluster_members(order[tile], extra))
-                pos += k1 - k0
-    else:
-        splits = launch.splits if launch.scheduler == "split_k" else 1
-        if splits > 1 and kt is None:
-            raise InputError(f"{sched.name}: split_k needs a param KT (k-iterations per tile)")
-        units: list[ClusterUnit] = []
-        for split in range(splits):
-            extra = split_k_fields(split, splits, kt)
-            units.extend(cluster_members(c, extra) for c in order)
-        for i, cu in enumerate(units):
-            slot_lists[i % num_slots].append(cu)
-
-    used = _program_names(sched)
+    sig_keys = sorted(model.keys & _program_names(sched)) if num_units else []
     # Only what the programs read can make two slots behave differently (operand keys matter through the
     # per-wave L2 miss fractions, which every slot of a wave shares).
-    sig_keys = sorted({k for s in slot_lists for cu in s for u in cu for k in u} & used)
+    getters = [model.name_getter(k) for k in sig_keys]
+    checks = model.per_unit_fields() if num_units else []
+    interned: dict[tuple, int] = {}
+    per_extra: dict[int, int] = {}  # extras the plan keeps (by identity) -> their signature's id
+    ranks = range(shape.size)
+    coords_of = shape.coords
 
-    def signature(slot: list[ClusterUnit]) -> tuple:
-        return tuple(tuple(tuple(u.get(k) for k in sig_keys) for u in cu) for cu in slot)
+    def signature(slot: SlotUnits) -> tuple:
+        if not getters and not checks:
+            return (len(slot),)
+        out = []
+        specs = slot.specs() if by_coords else ((None, extra) for extra in slot.extras())
+        by_extra = None if by_coords or not slot.shared_extras else per_extra
+        for ccoord, extra in specs:
+            if by_extra is not None:
+                known = by_extra.get(id(extra))
+                if known is not None:
+                    out.append(known)
+                    continue
+            cluster = []
+            for rank in ranks:
+                coords = coords_of(ccoord, rank) if by_coords else ()
+                try:
+                    cluster.append(tuple([g(coords, extra, rank) for g in getters]))
+                    for check in checks:
+                        check(coords, extra, rank)
+                except GpusimError:
+                    model.raise_eager(coords, extra, rank)
+                    raise
+            key = tuple(cluster)
+            ident = interned.setdefault(key, len(interned))
+            if by_extra is not None:
+                by_extra[id(extra)] = ident
+            out.append(ident)
+        return tuple(out)
 
+    if num_units:
+        model.touch_fields()  # tabulated and constant fields: evaluated (and their errors raised) now
+    # a signature of values that do not differ with the coordinates needs none computed
+    by_coords = any(model.name_reads_coords(k) for k in sig_keys) or model.per_unit_reads_coords()
     groups: dict[tuple, list[int]] = {}
     for g in range(num_groups):
         positions = [slot_lists[g + p * num_groups] for p in range(launch.ctas_per_sm)]
@@ -308,12 +475,7 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
     sm_groups = []
     for idx, members in enumerate(groups.values()):
         rep = members[0]
-        slots = tuple(tuple(slot_lists[rep + p * num_groups]) for p in range(launch.ctas_per_sm))
-        if any(slots):
+        slots = tuple(slot_lists[rep + p * num_groups] for p in range(launch.ctas_per_sm))
+        if any(len(s) for s in slots):
             sm_groups.append(SmGroup(index=idx, weight=len(members), slots=slots))
-    return WorkPlan(
-        slot_lists=tuple(tuple(s) for s in slot_lists),
-        groups=tuple(sm_groups),
-        num_units=sum(len(s) * csize for s in slot_lists),
-        cluster_grid=tuple(cdims),
-    )
+    return tuple(sm_groups)
