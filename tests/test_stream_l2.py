@@ -41,11 +41,14 @@ def test_l2_resident_reads_beat_the_same_bytes_from_hbm() -> None:
 
 
 def test_bandwidth_falls_past_the_l2_capacity() -> None:
-    """Half the L2 is read at L2 bandwidth, four times the L2 at about HBM bandwidth."""
-    l2 = load_arch(ARCH).memory.l2_size_bytes
-    inside, outside = _read_bandwidth_gbps(l2 // 2), _read_bandwidth_gbps(4 * l2)
+    """Half the L2 is read at L2 bandwidth, past the L2 every read comes from HBM (interleaved chunks:
+    a cyclic scan under LRU keeps nothing), so the bandwidth is at most HBM's."""
+    memory = load_arch(ARCH).memory
+    l2 = memory.l2_size_bytes
+    inside, outside = _read_bandwidth_gbps(l2 // 2), _read_bandwidth_gbps(2 * l2)
     assert inside > 1.5 * outside
-    assert _l2_read(4 * l2).l2_hit_rate < _l2_read(l2 // 2).l2_hit_rate
+    assert outside <= memory.hbm_bandwidth_bytes_per_s / 1e9 * (1 + 1e-6)
+    assert _l2_read(2 * l2).l2_hit_rate == 0.0 < _l2_read(l2 // 2).l2_hit_rate
 
 
 @settings(max_examples=4, deadline=None)
