@@ -105,6 +105,9 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
         {"batch": st.sampled_from([2, 4, 8]), "seqlen_kv": st.sampled_from([8192, 16384, 10000])}
     ),
     "stream": st.fixed_dictionaries({"bytes": st.sampled_from([2**24, 3 * 2**23, 2**25])}),
+    "stream_l2": st.fixed_dictionaries(
+        {"bytes": st.sampled_from([2**23, 48 * 2**20, 80 * 2**20]), "BLOCKS": st.sampled_from([2000, 3001])}
+    ),
 }
 
 

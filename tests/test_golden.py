@@ -39,14 +39,24 @@ PROBLEMS: dict[str, dict[str, Any]] = {
     "attn_fa4_bwd": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "attn_bwd_preprocess": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "attn_bwd_postprocess": {"batch": 1, "heads": 8, "seqlen_q": 1024},
+    "stream_l2": {"bytes": 8 * 2**20, "BLOCKS": 4000},
+}
+# More golden cases of a schedule (its other ops and regimes): file name -> (schedule, problem).
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "stream_init": ("stream", {"bytes": 64 * 2**20, "op": "init"}),
+    "stream_read": ("stream", {"bytes": 64 * 2**20, "op": "read"}),
+    "stream_3pt": ("stream", {"bytes": 64 * 2**20, "op": "3pt", "dtype": "fp64"}),
+    "stream_5pt": ("stream", {"bytes": 64 * 2**20, "op": "5pt", "dtype": "fp64"}),
+    "stream_l2_beyond_l2": ("stream_l2", {"bytes": 100 * 2**20, "BLOCKS": 4000}),
 }
 
 
-def _summary(name: str) -> dict[str, Any]:
-    p = predict(name, costs="datasheet", **PROBLEMS.get(name, {}))
+def _summary(name: str, problem: dict[str, Any] | None = None) -> dict[str, Any]:
+    problem = PROBLEMS.get(name, {}) if problem is None else problem
+    p = predict(name, costs="datasheet", **problem)
     return {
         "arch": p.arch,
-        "problem": PROBLEMS.get(name, {}),
+        "problem": problem,
         "time_us": p.time_us,
         "tflops": p.tflops,
         "hbm_gbps": p.hbm_gbps,
@@ -64,8 +74,17 @@ def test_every_schedule_has_a_golden_problem() -> None:
 @pytest.mark.parametrize("name", builtin_schedule_names())
 def test_golden(name: str) -> None:
     """The summary on the reference arch equals the checked-in one (floats to 1e-9 relative)."""
-    path = GOLDEN_DIR / f"{name}.json"
-    got = _summary(name)
+    _check(GOLDEN_DIR / f"{name}.json", _summary(name))
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_golden_variant(variant: str) -> None:
+    """Other ops and regimes of a schedule (stream's init/read/stencils, stream_l2 beyond the L2)."""
+    name, problem = VARIANTS[variant]
+    _check(GOLDEN_DIR / f"{variant}.json", _summary(name, problem))
+
+
+def _check(path: Path, got: dict[str, Any]) -> None:
     if os.environ.get("GPUSIM_UPDATE_GOLDEN") == "1":
         path.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
     want = json.loads(path.read_text())

@@ -13,6 +13,7 @@ from gpusim.sim.engine import simulate
 NEEDS = {
     "gemm_sync": (lambda a: True, ""),
     "stream": (lambda a: True, ""),
+    "stream_l2": (lambda a: True, ""),
     "gemm_cp_async": (lambda a: a.features.cp_async and a.generation != "volta", "no bf16 path|cp.async"),
     "gemm_ws_pingpong": (lambda a: a.features.wgmma, "wgmma does not exist"),
     "gemm_ws_cooperative": (lambda a: a.features.wgmma, "wgmma does not exist"),
@@ -34,6 +35,7 @@ NEEDS = {
 }
 SMALL = {
     "stream": {"bytes": 4 * 2**20},
+    "stream_l2": {"bytes": 4 * 2**20, "BLOCKS": 1000},
     "mla_decode_flashmla": {"batch": 4, "seqlen_kv": 512},
     "attn_decode_splitkv": {"batch": 2, "seqlen_kv": 1024},
     "gemm_simt_fp32": {"M": 512, "N": 512, "K": 256},

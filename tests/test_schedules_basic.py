@@ -89,11 +89,11 @@ def test_cp_async_refused_on_sm70_even_with_a_legal_mma() -> None:
         simulate(sched, arch)
 
 
-@pytest.mark.parametrize("op", ["copy", "scale", "add", "triad"])
+@pytest.mark.parametrize("op", ["copy", "scale", "add", "triad", "init", "read", "3pt", "5pt"])
 def test_stream_bandwidth_between_half_and_all_of_hbm(op: str) -> None:
     """Every STREAM op on h100 moves its compulsory bytes at 50-100% of the 3.35 TB/s datasheet."""
     p = _predict("stream", "h100", bytes=64 * 2**20, op=op)
-    arrays = 3 if op in ("add", "triad") else 2
+    arrays = 3 if op in ("add", "triad") else 1 if op in ("init", "read") else 2
     assert p.hbm_read_bytes + p.hbm_write_bytes == pytest.approx(arrays * 64 * 2**20, rel=1e-6)
     gbps = arrays * 64 * 2**20 / (p.time_us * 1e3)
     datasheet = load_arch("h100").memory.hbm_bandwidth_bytes_per_s / 1e9

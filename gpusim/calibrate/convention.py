@@ -6,7 +6,8 @@ from gpusim.calibrate.measurements import Measurement
 
 FAMILIES = ("gemm", "attention", "mla", "stream")
 TIME_UNITS = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
-STREAM_ARRAYS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
+STREAM_ARRAYS = {"copy": 2, "scale": 2, "add": 3, "triad": 3, "init": 1, "read": 1, "3pt": 2, "5pt": 2}
+"""Arrays each stream op moves (read plus written), for GB/s rows without ``bytes_moved``."""
 
 
 def family_of(schedule: str) -> str:

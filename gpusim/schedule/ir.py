@@ -66,6 +66,8 @@ class Operand:
     name: str
     key: tuple[Expr, ...]
     bytes: Expr
+    interleaved: bool = False
+    """Panels read together front to back: a wave that overflows the L2 misses on every read (l2cache.py)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -247,7 +247,9 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
         )
     buffers = {name: _resolve_buffer(name, b, env, src) for name, b in spec.buffers.items()}
     operands = {
-        name: Operand(name=name, key=tuple(as_expr(k) for k in o.key), bytes=as_expr(o.bytes))
+        name: Operand(
+            name=name, key=tuple(as_expr(k) for k in o.key), bytes=as_expr(o.bytes), interleaved=o.interleaved
+        )
         for name, o in spec.operands.items()
     }
     metrics_dtype = canonical_dtype(spec.metrics.dtype) if spec.metrics.dtype else env["dtype"]

@@ -65,6 +65,11 @@ class OperandSpec(_Model):
     """Expressions over unit coordinates identifying the panel (e.g. [m] for A's row panel)."""
     bytes: RawSize
     """Bytes of one panel."""
+    interleaved: bool = False
+    """The wave's readers stream through all their panels together, front to back, not in step
+    (repeated-read microbenchmarks): under LRU a wave whose panels overflow the L2 keeps none of them
+    (the lines a re-read needs first were evicted first) and every read misses, instead of the most
+    recent panels surviving and each panel being fetched once per wave."""
 
 
 PROTOCOL_PRODUCERS = ("tma", "umma", "threads", "cp_async", "clc")

@@ -1,7 +1,10 @@
 """An L2 that caches tensor panels, keyed by operand and tile coordinates.
 
 Units of one wave run together, so a panel that several of them read is fetched from HBM once (the
-others hit). Between waves the L2 keeps panels in LRU order up to its capacity. The result is, per
+others hit). Between waves the L2 keeps panels in LRU order up to its capacity. An ``interleaved``
+operand's panels are read together front to back by readers that are not in step (repeated-read
+microbenchmarks), so a wave that overflows the L2 is a cyclic scan under LRU: it keeps none of them,
+and every read of the wave misses. The result is, per
 wave and operand, the fraction of the bytes the kernel reads that come from HBM: raster order,
 swizzle and K/V sharing across heads change it the way they change HBM traffic on hardware.
 """
@@ -71,6 +74,12 @@ def panel_miss_fractions(
                     missing += size
                     cache[key] = size
                     used_bytes += size
+            if operand.interleaved and used_bytes > l2_bytes:
+                # A cyclic scan of interleaved panels under LRU: none survives, and readers of the same
+                # panel, not in step, do not share it either: every read misses.
+                missing = total
+                for key in sizes:
+                    used_bytes -= cache.pop(key)
             while used_bytes > l2_bytes and cache:
                 _, size = cache.popitem(last=False)
                 used_bytes -= size
