@@ -344,6 +344,11 @@ class Calibration(StrictModel):
     """Achievable fraction of the tensor-core rate while the tensor core is busy."""
     cuda_core_issue_efficiency: float = Field(default=1.0, gt=0, le=1)
     """Achievable fraction of the CUDA-core and SFU rates while busy."""
+    tensor_cuda_overlap: float = Field(default=1.0, ge=0, le=1)
+    """How much of a CUDA-core/SFU op overlaps for free with tensor-core work on the same SM
+    sub-partitions (the ``pipe_coupling`` mechanism, engine-fidelity G1): 1 (the datasheet value) is
+    free overlap, 0 serialises the op's time with the tensor core. No microbenchmark of it exists
+    yet, so it is fitted from measured rows."""
     energy_scale: float = Field(default=1.0, gt=0)
     """Multiplier on every dynamic energy of the arch's ``power`` block (the power model's one fitted
     parameter; used only with the ``power`` mechanism on)."""

@@ -26,12 +26,16 @@ MECHANISMS: dict[str, str] = {
     "shared_tensor": "the tensor core interleaves the MMA groups that different issuers (warpgroups) issue "
     "at the same instant, so they progress and finish together (gpusim.sim.servers.SharedTensorCore); "
     "off: a FIFO of whole groups, which hands one of them its result a whole group early",
+    "pipe_coupling": "CUDA-core/SFU work holds the tensor core of its sub-partitions for (1 - "
+    "calibration.tensor_cuda_overlap) of its time (engine-fidelity G1; needs shared_tensor); off, or at the "
+    "datasheet overlap of 1, the two overlap for free",
 }
 """Every switchable mechanism with one line on what it does."""
 
-DEFAULT_ON: frozenset[str] = frozenset({"shared_tensor"})
+DEFAULT_ON: frozenset[str] = frozenset({"shared_tensor", "pipe_coupling"})
 """Mechanisms on by default: the shared tensor core (the hardware's behaviour; the calibrated overlays
-are fitted with it). The power model is off: it is not proven better on held-out rows (docs/power.md)."""
+are fitted with it) and pipe coupling (a no-op at the datasheet overlap of 1; an overlay fitted with it sets
+the overlap). The power model is off: it is not proven better on held-out rows (docs/power.md)."""
 
 
 def parse_model(text: str | None, base: frozenset[str] = DEFAULT_ON) -> frozenset[str]:

@@ -54,13 +54,17 @@ class FitRow:
     elasticity: np.ndarray  # per multiplicative parameter
 
 
-def default_fit_names(families: set[str], small_times: bool, power: bool = False) -> list[str]:
-    """What the rows can identify: memory rows -> HBM; compute rows -> clock and tensor efficiency.
-    With the power model on (``power``) the clock is the model's output, never fitted: its energy scale
-    is fitted in the clock's place."""
+def default_fit_names(families: set[str], small_times: bool, power: bool = False,
+                      coupling: bool = False) -> list[str]:  # fmt: skip
+    """What the rows can identify: memory rows -> HBM; compute rows -> clock and tensor efficiency;
+    attention and MLA rows (softmax beside the MMAs) -> the tensor/CUDA-core overlap when the
+    ``pipe_coupling`` mechanism is on (``coupling``). With the power model on (``power``) the clock is
+    the model's output, never fitted: its energy scale is fitted in the clock's place."""
     names: list[str] = []
     if families & {"gemm", "attention", "mla"}:
         names += ["energy_scale" if power else "sustained_clock_mhz", "tensor_issue_efficiency"]
+    if coupling and families & {"attention", "mla"}:
+        names.append("tensor_cuda_overlap")
     if "stream" in families:
         names.append("hbm_bandwidth_fraction")
     if small_times:
@@ -250,7 +254,8 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     families = {r.family for r in ok}
     power = "power" in mechanisms_of(base)
     if names is None:
-        names = default_fit_names(families, any((r.measured_time_us or 0) < 30 for r in ok), power)
+        names = default_fit_names(families, any((r.measured_time_us or 0) < 30 for r in ok), power,
+                                  coupling="pipe_coupling" in mechanisms_of(base))  # fmt: skip
         names = [n for n in names if n not in fixed]
     if power and "sustained_clock_mhz" in names:
         raise InputError("calibrate: with the power model on (--model +power) the clock is an output; "

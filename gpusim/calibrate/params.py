@@ -45,6 +45,9 @@ def fit_params(arch: Arch) -> dict[str, FitParam]:
             FitParam("cuda_core_issue_efficiency", 0.5, 1.0),
             # the power model's energies are derived upper bounds (whole-board figures), see docs/power.md
             FitParam("energy_scale", 0.4, 1.5),
+            # G1: 1 = CUDA-core/SFU work overlaps tensor work for free (datasheet); fitted in log space,
+            # so "fully serial" (0) is approached, not reached
+            FitParam("tensor_cuda_overlap", 0.05, 1.0),
         )
     }
 

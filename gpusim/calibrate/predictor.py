@@ -109,7 +109,7 @@ def ignored_columns(m: Measurement) -> list[str]:
 def _cal_key(arch: Arch) -> tuple[Any, ...]:
     c = arch.calibration
     return (arch.id, c.sustained_clock_mhz, c.hbm_bandwidth_fraction, c.l2_bandwidth_fraction, c.latency_scale,
-            c.launch_overhead_ns, c.tensor_issue_efficiency, c.cuda_core_issue_efficiency, c.energy_scale,
+            c.launch_overhead_ns, c.tensor_issue_efficiency, c.cuda_core_issue_efficiency, c.energy_scale, c.tensor_cuda_overlap,
             tuple(arch.mechanisms or ()))  # fmt: skip
 
 

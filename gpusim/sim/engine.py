@@ -301,7 +301,8 @@ def simulate(
     miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
     if shared_tensor_core is None:
         shared_tensor_core = "shared_tensor" in mechanisms_of(arch)
-    rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core)
+    rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core,
+                            pipe_coupling="pipe_coupling" in mechanisms_of(arch))  # fmt: skip
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record:

@@ -121,6 +121,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "active",
             "busy_ns",
             "work_done",
+            "coupled_ns",
             "spans",
             "_last_update",
             "_version",
@@ -698,7 +699,10 @@ def _accumulators(ff: FastForward) -> list[tuple[Any, str]]:
     for sm in ff.sms:
         out.append((sm, "tensor_flops"))
         for name in sorted(sm.servers):
-            out += [(sm.servers[name], "busy_ns"), (sm.servers[name], "work_done")]
+            server = sm.servers[name]
+            out += [(server, "busy_ns"), (server, "work_done")]
+            if type(server) is SharedTensorCore:
+                out.append((server, "coupled_ns"))
         for port in (sm.ingress, sm.egress):
             out += [(port, "busy_ns"), (port, "bytes_moved")]
     net = ff.net

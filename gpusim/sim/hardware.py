@@ -11,7 +11,7 @@ import simpy
 from gpusim.arch import Arch
 from gpusim.errors import ScheduleRefused
 from gpusim.sim.memory import FlowNetwork, Port, Transfer
-from gpusim.sim.servers import FifoServer, SharedTensorCore
+from gpusim.sim.servers import COUPLING_LABEL, FifoServer, SharedTensorCore
 
 PIPES = ("tensor", "fp32", "sfu", "cvt", "int", "issue", "lsu", "tmem")
 SUB_PARTITIONED_PIPES = ("fp32", "sfu", "cvt", "int", "issue")
@@ -63,9 +63,13 @@ class Rates:
     """The tensor core interleaves the MMA groups different issuers issue at the same instant
     (``SharedTensorCore``; the mechanism ``shared_tensor``, on by default) instead of serving whole
     groups in issue order."""
+    tensor_cuda_coupling: float = 0.0
+    """Fraction of a CUDA-core/SFU op's time that it holds the tensor core of its sub-partitions
+    (1 - the calibration's ``tensor_cuda_overlap``; the ``pipe_coupling`` mechanism, G1): 0 overlaps
+    for free, 1 serialises. Used with the shared tensor core only."""
 
     @classmethod
-    def from_arch(cls, arch: Arch, *, shared_tensor_core: bool = False) -> Rates:
+    def from_arch(cls, arch: Arch, *, shared_tensor_core: bool = False, pipe_coupling: bool = False) -> Rates:
         """Rates at the sustained clock, with the calibration block's efficiencies and fractions."""
         cal = arch.calibration
         ghz = arch.sustained_clock_mhz / 1000
@@ -91,6 +95,9 @@ class Rates:
             tma_extra_ns=(arch.tma_latency_extra_ns or 0.0) * cal.latency_scale,
             tensor_efficiency=cal.tensor_issue_efficiency,
             shared_tensor_core=shared_tensor_core,
+            tensor_cuda_coupling=1.0 - cal.tensor_cuda_overlap
+            if pipe_coupling and shared_tensor_core
+            else 0.0,
         )
 
     def mma_flops_per_ns(self, unit: str, dtype: str, where: str) -> float:
@@ -258,11 +265,14 @@ class SimSM:
         return self.servers["tensor"].submit(flops / rate, owner, label), False  # type: ignore[union-attr]
 
     def cuda(
-        self, elems: float, mix: Mapping[str, float], *, smsp_warps: tuple[int, ...], label: str
-    ) -> simpy.Event:
+        self, elems: float, mix: Mapping[str, float], *, smsp_warps: tuple[int, ...], label: str,
+        owner: str = "",
+    ) -> simpy.Event:  # fmt: skip
         """CUDA-core work: ``elems`` elements, each costing ``mix`` operations per pipe, spread evenly over
         the issuing warps, of which ``smsp_warps[j]`` sit on sub-partition j; each SMSP serves its share at
-        a quarter of the SM's rate (its own pipes and warp scheduler). Ends when the busiest is done."""
+        a quarter of the SM's rate (its own pipes and warp scheduler). Ends when the busiest is done.
+        With pipe coupling (G1) the op also holds its sub-partitions' share of the tensor core for the
+        coupling times its time (a job queued by ``owner`` like its MMA groups; nothing waits on it)."""
         r = self.rates
         demands = (
             ("fp32", elems * mix.get("fp32", 0.0) / r.fp32_ops_per_ns),
@@ -285,4 +295,9 @@ class SimSM:
                     _, finish = servers[name].reserve(duration * smsps * count / warps, now, label)
                     if finish > end:  # max(end, finish)
                         end = finish
+        if r.tensor_cuda_coupling > 0:
+            longest = max(duration for _, duration in demands)
+            used = sum(1 for count in smsp_warps if count)
+            core = servers["tensor"]
+            core.submit(r.tensor_cuda_coupling * longest, owner, COUPLING_LABEL, cap=used / smsps)  # type: ignore[union-attr]
         return self.env.timeout(end - self.env.now)

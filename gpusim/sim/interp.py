@@ -593,7 +593,9 @@ def _cuda(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
     else:
         mix = args.ops
     label = stmt.label or (args.mix or "cuda")
-    return rr.sm.cuda(elems, mix, smsp_warps=rr.smsp_warps, label=label)
+    return rr.sm.cuda(
+        elems, mix, smsp_warps=rr.smsp_warps, label=label, owner=f"{rr.cta.first_warp}:{rr.name}"
+    )
 
 
 _HANDLERS = {

@@ -100,6 +100,10 @@ class JobDone:
 
 _EPS_NS = 1e-9
 
+COUPLING_LABEL = "CUDA-core work on the same sub-partitions"
+"""The label of the tensor-core time that CUDA-core/SFU work takes from it (the ``pipe_coupling``
+mechanism): a job with this label holds the tensor core without doing MMA work."""
+
 
 @dataclass(slots=True, eq=False)
 class IssueBatch:
@@ -130,6 +134,9 @@ class SharedTensorCore:
     active: list[TensorJob] = field(default_factory=list)
     busy_ns: float = 0.0
     work_done: float = 0.0
+    coupled_ns: float = 0.0
+    """Tensor-core time held by CUDA-core/SFU work on the same sub-partitions (``COUPLING_LABEL`` jobs):
+    neither busy nor idle."""
     spans: list[Span] | None = None
     _last_update: float = 0.0
     _version: int = 0
@@ -146,7 +153,8 @@ class SharedTensorCore:
             return done
         now = self.env.now
         self._advance()
-        self.work_done += work_ns
+        if label != COUPLING_LABEL:
+            self.work_done += work_ns
         job = TensorJob(owner, work_ns, work_ns, min(max(cap, 1e-9), 1.0), latency_ns, done, label)
         batch = self.batches[-1] if self.batches else None
         if batch is None or batch.issued_ns != now:
@@ -168,11 +176,16 @@ class SharedTensorCore:
         now = self.env.now
         elapsed = now - self._last_update
         if elapsed > 0 and self.active:
-            used = 0.0
+            used = held = 0.0
             for job in self.active:
                 job.remaining_ns -= job.rate * elapsed
-                used += job.rate
+                if job.label == COUPLING_LABEL:
+                    held += job.rate
+                else:
+                    used += job.rate
             self.busy_ns += elapsed * used
+            if held:
+                self.coupled_ns += elapsed * held
         self._last_update = now
 
     def _assign_rates(self) -> None:
