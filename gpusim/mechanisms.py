@@ -78,9 +78,10 @@ def with_model(arch: Arch, text: str | None) -> Arch:
     return arch.model_copy(update={"mechanisms": sorted(on)})
 
 
-LEGACY_OVERLAY_MODEL: frozenset[str] = frozenset({"shared_tensor"})
+LEGACY_OVERLAY_MODEL: frozenset[str] = frozenset({"shared_tensor", "pipe_coupling"})
 """The mechanisms of an overlay that records no model (fitted before models were recorded, with the
-power model off); such overlays have been used with the shared tensor core since it arrived."""
+power model off); such overlays have been used with the shared tensor core since it arrived. Pipe
+coupling is a no-op at the overlap of 1 they carry (they have no ``tensor_cuda_overlap``)."""
 
 
 def overlay_model(recorded: object) -> frozenset[str]:
