@@ -8,6 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+import gpusim
 from gpusim.arch import archs_dir, load_arch
 from gpusim.calibrate.measurements import Measurement
 from gpusim.calibrate.predictor import Skip, ignored_columns, problem_for
@@ -244,3 +245,12 @@ def test_a_row_naming_an_unknown_parameter_is_skipped_with_the_key() -> None:
     )
     assert "app" not in kept and kept["M"] == 4096
     assert ignored_columns(_row("gemm_fp8_deepgemm", {})) == ["batch"]
+
+
+def test_word_valued_symbols_refuse_values_outside_their_choices() -> None:
+    """``choices`` lists the words a symbol takes: a typo is refused naming the closest word."""
+    with pytest.raises(InputError, match=r"stream takes op one of copy, .*did you mean 'triad'"):
+        gpusim.predict("stream", "h100", attribute=False, op="trid", bytes=1 << 20)
+    with pytest.raises(InputError, match=r"layout one of contiguous, masked; did you mean 'masked'"):
+        gpusim.predict("gemm_fp8_deepgemm", "h800", attribute=False, layout="mask")
+    assert gpusim.predict("stream", "h100", attribute=False, op="triad", bytes=1 << 20).time_us > 0

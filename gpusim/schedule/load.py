@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import replace
 from functools import cache
@@ -167,6 +168,17 @@ def _num(raw: Any, env: dict[str, Any], where: str, minimum: int) -> int:
     return _int(_eval(raw, env, where), where, minimum)
 
 
+def _check_choice(spec: ScheduleSpec, key: str, value: Any) -> None:
+    """Refuse a word-valued symbol's value outside its declared ``choices``, naming the closest."""
+    words = spec.choices[key]
+    if str(value) in words:
+        return
+    close = difflib.get_close_matches(str(value), words, n=1, cutoff=0.0)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise InputError(f"--set {key}={quote(str(value), 60)}: {spec.schedule} takes {key} one of "
+                     f"{', '.join(words)}{hint}")  # fmt: skip
+
+
 def canonical_overrides(spec: ScheduleSpec, overrides: dict[str, Any], src: str) -> dict[str, Any]:
     """Overrides with aliases (``aliases: {BLOCK_M: BM}``) replaced by the names they stand for."""
     out: dict[str, Any] = {}
@@ -185,10 +197,15 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
     for alias, target in spec.aliases.items():
         if target not in known:
             raise UnknownNameError("symbol", target, known, where=f"{src}: aliases.{alias}")
+    for key in spec.choices:
+        if key not in known:
+            raise UnknownNameError("symbol", key, known, where=f"{src}: choices.{key}")
     overrides = canonical_overrides(spec, overrides, src)
     for key in overrides:
         if key not in known:
             raise UnknownNameError("parameter", key, known, where=f"--set {key}")
+        if key in spec.choices:
+            _check_choice(spec, key, overrides[key])
     env: dict[str, Any] = {
         "num_sms": arch.sm_count,
         "sm_version": arch.sm_version,

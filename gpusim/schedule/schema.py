@@ -164,6 +164,9 @@ class ScheduleSpec(_Model):
     aliases: dict[str, str] = Field(default_factory=dict)
     """Other names accepted for a problem or param symbol in overrides and measured rows (e.g. DeepGEMM's
     ``BLOCK_M: BM``)."""
+    choices: dict[str, list[str]] = Field(default_factory=dict)
+    """The words a word-valued problem or param symbol may take (``choices: {op: [copy, scale]}``); any
+    other value given with ``--set`` or in a measured row is refused, naming the closest."""
     mixes: dict[str, dict[InstrClass, Annotated[float, Field(ge=0)]]] = Field(default_factory=dict)
     """CUDA-core instruction mixes: ops per element by class (fp32, ex2, cvt, int)."""
     metrics: MetricsSpec = MetricsSpec()
