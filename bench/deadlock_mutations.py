@@ -21,14 +21,14 @@ from unittest.mock import patch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from late_deadlocks import mutants  # noqa: E402
+from late_deadlocks import mutants
 
-from gpusim.api import _resolve_schedule, load_arch  # noqa: E402
-from gpusim.errors import DeadlockError, GpusimError  # noqa: E402
-from gpusim.schedule.check import check_schedule  # noqa: E402
-from gpusim.sim.engine import simulate  # noqa: E402
-from gpusim.sim.scheduler import plan_work  # noqa: E402
-from gpusim.sim.untimed import check_untimed  # noqa: E402
+from gpusim.api import _resolve_schedule, load_arch
+from gpusim.errors import DeadlockError, GpusimError
+from gpusim.schedule.check import check_schedule
+from gpusim.sim.engine import simulate
+from gpusim.sim.scheduler import plan_work
+from gpusim.sim.untimed import replay
 
 CASES = [
     ("gemm_ws_pingpong", "h100", {"M": 4096, "N": 4096, "K": 512}),
@@ -55,16 +55,13 @@ def classify(sched, arch) -> tuple[str, int]:  # type: ignore[no-untyped-def]
         return ("balance" if truth == "deadlock" else f"FALSE balance ({truth})"), 0
     except GpusimError:
         return "other", 0
-    steps = 0
-    replay = None
     try:
-        steps = check_untimed(sched, arch, plan_work(sched, arch))
-    except DeadlockError as err:
-        replay = err
+        found = replay(sched, arch, plan_work(sched, arch))
     except GpusimError:
         return "other", 0
+    steps = found.steps
     truth = _truth(sched, arch)
-    if replay is not None:
+    if found.deadlock is not None:
         return ("untimed" if truth == "deadlock" else f"FALSE untimed ({truth})"), steps
     return ("simulation" if truth == "deadlock" else truth), steps
 
@@ -77,6 +74,8 @@ def _truth(sched, arch) -> str:  # type: ignore[no-untyped-def]
             return "deadlock"
         except GpusimError as err:
             return f"error {type(err).__name__}"
+        except Exception as err:  # a simulator crash: reported, not hidden
+            return f"CRASH {type(err).__name__}: {err}"
     return "completes"
 
 
@@ -93,7 +92,7 @@ def main() -> None:
             kind, steps = classify(mutant, arch)
             counts[kind] += 1
             most = max(most, abs(steps))
-            if kind.startswith("FALSE"):
+            if kind.startswith(("FALSE", "CRASH")):
                 print(f"  FALSE REFUSAL: {name} {label}")
         totals.update(counts)
         print(f"{name} {arch_id} {problem}: {dict(counts)}; replay at most {most:,} statements; "

@@ -7,9 +7,9 @@ largest value), so any deadlock it causes comes at the very end of the kernel:
 - ``drop``: a sync statement is skipped in the last unit;
 - ``dup``: a sync statement is executed twice in the last unit;
 - ``cycle``: in the last unit, role A waits on a new event barrier before one of its sync statements,
-  and role B arrives at it after one of its own: a deadlock exactly when B reaches that point only
-  after A has gone past its wait (a cross-role wait cycle), which depends on the order of the
-  statements, not on their counts.
+  and role B arrives at it after the last execution of one of its own (the last iteration of every
+  loop around it): a deadlock exactly when B gets there only after A has gone past its wait (a
+  cross-role wait cycle), which depends on the order of the statements, not on their counts.
 
 Whether a mutant really deadlocks is what the simulation says (the static checks switched off).
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 from gpusim.schedule.expr import Expr
 from gpusim.schedule.ir import Barrier, Schedule
-from gpusim.schedule.program import Arrive, Stmt, Wait, walk
+from gpusim.schedule.program import Arrive, Stmt, Wait
 
 SYNC_OPS = ("acquire", "commit", "wait", "release", "arrive", "sync", "syncthreads")
 LATE = "late_signal"
@@ -55,15 +55,23 @@ def _with_role(sched: Schedule, role: str, program: tuple[Stmt, ...], **extra: A
     return dataclasses.replace(sched, roles=roles, **extra)
 
 
-def sync_sites(sched: Schedule) -> list[tuple[str, Stmt]]:
-    """(role, statement) of every sync statement that runs per work unit (inside the tiles loop of a
-    persistent kernel; anywhere in a grid launch, whose CTAs run one unit each)."""
+def sync_sites(sched: Schedule) -> list[tuple[str, Stmt, str]]:
+    """(role, statement, a guard true at its last execution in a unit) of every sync statement that runs
+    per work unit (inside the tiles loop of a persistent kernel; anywhere in a grid launch, whose CTAs run
+    one unit each)."""
     out = []
-    for name, role in sched.roles.items():
-        for stmt, parents in walk(role.program):
-            in_tiles = "tile" in parents if sched.launch.persistent else True
+
+    def visit(role: str, stmts: tuple[Stmt, ...], in_tiles: bool, last: tuple[str, ...]) -> None:
+        for stmt in stmts:
             if stmt.op in SYNC_OPS and in_tiles:
-                out.append((name, stmt))
+                out.append((role, stmt, " and ".join(last) or "True"))
+            inner = last
+            if stmt.op == "for":
+                inner = (*last, f"{stmt.args.var} == ({stmt.args.stop.text}) - 1")
+            visit(role, stmt.body, in_tiles or stmt.op == "tiles", inner)
+
+    for name, role in sched.roles.items():
+        visit(name, role.program, not sched.launch.persistent, ())
     return out
 
 
@@ -72,7 +80,7 @@ def mutants(sched: Schedule, max_cycles: int = 24) -> Iterator[tuple[str, Schedu
     cycle mutants (a deterministic spread over the pairs of sites in different roles)."""
     last = last_unit_guard(sched)
     sites = sync_sites(sched)
-    for role, stmt in sites:
+    for role, stmt, _ in sites:
         yield (
             f"drop {stmt.where}",
             _with_role(sched, role, _rewrite(sched.roles[role].program, stmt,
@@ -86,9 +94,10 @@ def mutants(sched: Schedule, max_cycles: int = 24) -> Iterator[tuple[str, Schedu
     pairs = [(a, b) for a in sites for b in sites if a[0] != b[0]]
     stride = max(1, len(pairs) // max_cycles)
     barriers = {**sched.barriers, LATE: Barrier(LATE, "event", 0, 1, None)}
-    for (role_a, wait_before), (role_b, arrive_after) in pairs[::stride][:max_cycles]:
+    for (role_a, wait_before, _), (role_b, arrive_after, final) in pairs[::stride][:max_cycles]:
         wait = Stmt("wait", Wait(bar=LATE), f"{wait_before.where}+late_wait", guard=Expr(last))
-        arrive = Stmt("arrive", Arrive(bar=LATE), f"{arrive_after.where}+late_arrive", guard=Expr(last))
+        arrive = Stmt("arrive", Arrive(bar=LATE), f"{arrive_after.where}+late_arrive",
+                      guard=Expr(f"({last}) and ({final})"))  # fmt: skip
         program_a = _rewrite(sched.roles[role_a].program, wait_before, lambda s, w=wait: [w, s])
         mutant = _with_role(sched, role_a, program_a, barriers=barriers)
         program_b = _rewrite(mutant.roles[role_b].program, arrive_after, lambda s, a=arrive: [s, a])

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from gpusim.arch import Arch
@@ -791,22 +792,39 @@ class _Runner:
 # ---- the check --------------------------------------------------------------------------------------------
 
 
-def check_untimed(sched: Schedule, arch: Arch, plan: WorkPlan) -> int:
-    """Raise DeadlockError when the untimed replay of some cluster's work ends with roles blocked (for every
-    timing, see the module docstring); say nothing when it completes or cannot decide. Returns the
-    statements it executed (for tests: a cost that does not depend on the machine)."""
+@dataclass(frozen=True)
+class Replay:
+    """What the untimed replay found: the deadlock report (None: none for every timing, or undecided),
+    whether it decided, and the statements it executed (a cost that does not depend on the machine)."""
+
+    deadlock: str | None
+    decided: bool
+    steps: int
+    runs: int
+
+
+def replay(sched: Schedule, arch: Arch, plan: WorkPlan) -> Replay:
+    """Replay every distinct cluster run of ``plan`` untimed (see the module docstring); never raises."""
     game = _Game(sched, arch)
+    runs = 0
     try:
         for cunits, classes in _distinct_runs(sched, plan):
             run = _Run(game, cunits, classes)
+            runs += 1
             blocked = run.play()
             if blocked:
-                raise DeadlockError(_report(sched, arch, run, blocked, cunits))
-    except DeadlockError:
-        raise
+                return Replay(_report(sched, arch, blocked, cunits), True, game.steps, runs)
     except Exception:  # an early report only: whatever it cannot follow, the simulation reports
-        return -game.steps
-    return game.steps
+        return Replay(None, False, game.steps, runs)
+    return Replay(None, True, game.steps, runs)
+
+
+def check_untimed(sched: Schedule, arch: Arch, plan: WorkPlan) -> None:
+    """Raise DeadlockError when the untimed replay of some cluster's work ends with roles blocked (a
+    deadlock for every timing); say nothing when it completes or cannot decide."""
+    found = replay(sched, arch, plan)
+    if found.deadlock is not None:
+        raise DeadlockError(found.deadlock)
 
 
 def _distinct_runs(sched: Schedule, plan: WorkPlan) -> list[tuple[list[ClusterUnit], list[Any]]]:
@@ -850,6 +868,9 @@ class _Classes:
         self.fields: tuple[str, ...] | None = None
         self.values: list[tuple[Any, tuple[int, ...]]] = []
         self.raw: set[str] = set()
+        self.gated: list[tuple[Any, frozenset[str], tuple[int, ...]]] = []
+        """(unit-only conjuncts, the unit fields the other conjuncts read): those fields count only
+        in units where the conjuncts hold."""
         self.memo: dict[tuple, Any] = {}
         self.numbers: dict[tuple, int] = {}
 
@@ -859,6 +880,16 @@ class _Classes:
         for expr, replicas in self.exprs:
             if expr.names <= known:
                 self.values.append((expr, replicas))
+                continue
+            # ``unit-only and loop-dependent``: one value where a unit-only conjunct is false
+            conjuncts = _conjuncts(expr.text)
+            fixed = [c for c in conjuncts if c.names <= known]
+            rest = [c for c in conjuncts if not c.names <= known]
+            if fixed:
+                self.values.append((_AllTrue(fixed), replicas))
+                self.gated.append(
+                    (_AllTrue(fixed), frozenset().union(*(c.names for c in rest)) & set(unit), replicas)
+                )
             else:
                 self.raw |= expr.names & set(unit)
         self.raw_names = tuple(sorted(self.raw))
@@ -885,9 +916,49 @@ class _Classes:
                 for r in replicas:
                     local["r"] = r
                     row.append(self._value(expr, local))
+            for gate, names, replicas in self.gated:
+                for r in replicas:
+                    local["r"] = r
+                    if self._value(gate, local) is True:
+                        row.append(tuple(unit.get(n) for n in sorted(names)))
             parts.append(tuple(row))
         key = tuple(parts)
         return self.numbers.setdefault(key, len(self.numbers))
+
+
+class _AllTrue:
+    """Whether every one of some expressions is truthy (an expression-like object with ``names``)."""
+
+    def __init__(self, exprs: list[Any]) -> None:
+        self.exprs = tuple(exprs)
+        self.names = frozenset().union(*(e.names for e in exprs))
+
+    def __call__(self, env: dict[str, Any]) -> bool:
+        return all(bool(e(env)) for e in self.exprs)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def _conjuncts(text: str) -> list[Any]:
+    """The operands of a top-level ``and`` in ``text``, as expressions ([] when there is none)."""
+    import ast
+
+    from gpusim.schedule.expr import Expr
+
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return []
+    if not (isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And)):
+        return []
+    out = []
+    for operand in tree.values:
+        segment = ast.get_source_segment(text, operand)
+        if segment is None:
+            return []
+        out.extend(_conjuncts(segment) or [Expr(segment)])
+    return out
 
 
 def _exprs_of(stmt: Stmt) -> Iterator[Any]:
@@ -932,7 +1003,7 @@ def _runs_of(classes: list[int]) -> tuple:
     return tuple(tuple(r) for r in out)
 
 
-def _report(sched: Schedule, arch: Arch, run: _Run, blocked: list[_Runner], cunits: list[ClusterUnit]) -> str:
+def _report(sched: Schedule, arch: Arch, blocked: list[_Runner], cunits: list[ClusterUnit]) -> str:
     sites: dict[tuple[str, str], list[_Runner]] = {}
     for r in blocked:
         sites.setdefault((r.name, r.blocked_on), []).append(r)
