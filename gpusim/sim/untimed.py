@@ -873,11 +873,15 @@ class _Classes:
         in units where the conjuncts hold."""
         self.memo: dict[tuple, Any] = {}
         self.numbers: dict[tuple, int] = {}
+        self.sorted_names: dict[Any, tuple[str, ...]] = {}
 
     def _split(self, unit: dict[str, Any]) -> None:
         self.fields = tuple(sorted(unit))
         known = set(unit) | set(self.env) | {"r", "cta_rank"}
+        fields = set(unit)
         for expr, replicas in self.exprs:
+            if not expr.names & fields:
+                continue  # the same in every unit
             if expr.names <= known:
                 self.values.append((expr, replicas))
                 continue
@@ -895,7 +899,10 @@ class _Classes:
         self.raw_names = tuple(sorted(self.raw))
 
     def _value(self, expr: Any, local: dict[str, Any]) -> Any:
-        key = (expr, *[local.get(n) for n in sorted(expr.names)])
+        names = self.sorted_names.get(expr)
+        if names is None:
+            names = self.sorted_names[expr] = tuple(sorted(expr.names))
+        key = (expr, *map(local.get, names))
         value = self.memo.get(key, _MISSING)
         if value is _MISSING:
             try:
