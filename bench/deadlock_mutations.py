@@ -7,7 +7,9 @@ seconds), every mutant of tests/late_deadlocks.py is classified by
 - the untimed replay (gpusim/sim/untimed.py, run before the simulation) and the statements it ran,
 - the simulation alone (both checks switched off): the ground truth.
 
-A refusal of a mutant that the simulation completes is a false refusal (it must never happen).
+A refusal of a mutant that the simulation completes is a false refusal (it must never happen); a
+refused mutant that the simulation rejects with another error (an input error found while running)
+counts as refused.
 Usage: ``python bench/deadlock_mutations.py [--quick]``; prints one line per case and the totals.
 """
 
@@ -52,7 +54,7 @@ def classify(sched, arch) -> tuple[str, int]:  # type: ignore[no-untyped-def]
         check_schedule(sched, arch)
     except DeadlockError:
         truth = _truth(sched, arch)
-        return ("balance" if truth == "deadlock" else f"FALSE balance ({truth})"), 0
+        return ("balance" if truth != "completes" else "FALSE balance"), 0
     except GpusimError:
         return "other", 0
     try:
@@ -62,7 +64,7 @@ def classify(sched, arch) -> tuple[str, int]:  # type: ignore[no-untyped-def]
     steps = found.steps
     truth = _truth(sched, arch)
     if found.deadlock is not None:
-        return ("untimed" if truth == "deadlock" else f"FALSE untimed ({truth})"), steps
+        return ("untimed" if truth != "completes" else "FALSE untimed"), steps
     return ("simulation" if truth == "deadlock" else truth), steps
 
 
