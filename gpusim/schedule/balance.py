@@ -24,7 +24,9 @@ to the simulator, which reports every deadlock: statements whose loops, guards o
 tile ordinal, ring or barrier statements outside the tiles loop of a persistent kernel, roles whose
 replicas split the tiles other than evenly, per-CTA counts that depend on the unit (causal attention),
 stream-K and split-KV work plans, chunked buffers, turnstiles, barriers with non-blocking arrivals,
-deadlocks that depend on the order of events, and units whose loops exceed a step budget.
+deadlocks that depend on the order of events, and units whose loops exceed a step budget. Many of
+those are then named, still before any event is simulated, by the untimed replay of each cluster's
+work (gpusim/sim/untimed.py).
 """
 
 from __future__ import annotations

@@ -500,6 +500,9 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
             f"{stmt.where}: tma_load into '{buf}' before an acquire of it in role '{rr.role.name}'"
         )
     key = cursor.current.key
+    if key is None:
+        raise InputError(f"{stmt.where}: tma_load into '{buf}' after the stage its last acquire opened was "
+                         "released again (a release of a stage still being filled)")  # fmt: skip
     rings = [r.rings[buf] for r in receivers]
     rr.transfer(share, operand=operand, write=False, tma=True,
                 on_done=Credit(rings, key, share))  # fmt: skip
@@ -521,6 +524,9 @@ def _cp_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
         if cursor is None or cursor.current is None:
             raise InputError(f"{stmt.where}: cp_async into '{buf}' before an acquire of it")
         key = cursor.current.key
+        if key is None:
+            raise InputError(f"{stmt.where}: cp_async into '{buf}' after the stage its last acquire opened was "
+                             "released again (a release of a stage still being filled)")  # fmt: skip
         on_done = Credit([ring], key, nbytes)
     rr.queue("cp_async").append(rr.transfer(nbytes, operand=stmt.args.operand, write=False, on_done=on_done))
 

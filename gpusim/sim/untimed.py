@@ -1,0 +1,1031 @@
+"""An untimed replay of the synchronisation of each cluster over its work units: deadlocks named early.
+
+Only the statements that synchronise (``acquire``, ``commit``, ``wait``, ``release``, ``arrive``,
+``sync``, ``__syncthreads``, turnstiles) and those that fill stages (``tma_load``, ``cp_async``) are
+replayed, with the simulator's own rules (gpusim/sim/sync.py): the stage rings, their multicast coupling
+and pair scope, event and named barriers, turnstiles and chunked buffers of every CTA of one cluster,
+over the real work units of one slot of the work plan (every slot whose units differ). Every other op
+takes no time and every transfer lands at once: what remains is a token game whose outcome, where the
+rules below hold, does not depend on the order in which the roles move, so one order decides it for
+every timing, the simulator's included (Keller's theorem for persistent systems):
+
+- an enabled step stays enabled until its role takes it, except a ``wait`` for a stage that another
+  role frees first. The replay marks the run inexact when a wait matches a tag already freed, when two
+  full stages match one wait, or when two producers open one stage with different tags;
+- a named barrier (or ``__syncthreads``) groups arrivals into phases by order. It is exact when its
+  users on the CTA only ``sync`` (no ``arrive``) and their warps make exactly one phase; any other named
+  barrier that a run uses makes the run inexact.
+
+A run that ends with roles blocked and was exact is a deadlock of the schedule for every timing: it is
+reported, with each blocked role and what it waits for, before any event is simulated. An inexact run,
+one the replay cannot follow (any error: the simulation reports it with its path) or one past the step
+budget says nothing, and the simulation decides.
+
+Persistent kernels are replayed unit by unit: the roles may run ahead into the next unit only when the
+current one cannot finish without them. When every role has finished unit ``h - 1`` and waits at the
+start of unit ``h`` (a *cut*), the state is summarised (turnstile tokens, barrier counts, the rings'
+cursor offsets, loop variables; rings must be empty). A summary equal to that of an earlier cut ``h'``
+(with ``h = h'`` modulo the tile filters' periods) whose units ``h' .. h`` repeat, by what the programs
+read of them, in the units that follow, is a period: the state after any number of such periods is the
+same up to a shift of ring positions and tile ordinals, so the replay jumps them. A deadlock at the end
+of a kernel of any size is thus found after a few units per distinct slot.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from gpusim.arch import Arch
+from gpusim.errors import DeadlockError
+from gpusim.schedule.ir import Schedule
+from gpusim.schedule.program import Stmt, walk
+from gpusim.sim.scheduler import ClusterUnit, WorkPlan
+
+MAX_STEPS = 400_000
+"""Statements the replay may execute over all its runs before it gives up and leaves it to the simulation."""
+
+_SYNC = frozenset({"acquire", "commit", "wait", "release", "arrive", "sync", "syncthreads"})
+_FILLS = frozenset({"tma_load", "cp_async"})
+_MISSING = object()
+
+
+class _GiveUp(Exception):
+    """The replay cannot decide (budget, an inexact rule, anything it cannot follow)."""
+
+
+def _tag_key(tag: dict[str, Any]) -> tuple:
+    return tuple(sorted(tag.items()))
+
+
+def _matches(stage_tag: dict[str, Any], ctx: dict[str, Any]) -> bool:
+    return all(ctx.get(k, _MISSING) == v for k, v in stage_tag.items())
+
+
+class _Game:
+    """Shared across the runs of one check: the schedule, the step budget, the expression memo."""
+
+    def __init__(self, sched: Schedule, arch: Arch) -> None:
+        self.sched = sched
+        self.arch = arch
+        self.steps = 0
+        self.memo: dict[tuple, Any] = {}
+        self.names: dict[Any, tuple[str, ...]] = {}
+        self.relevant: set[int] = set()
+        for role in sched.roles.values():
+            self._mark(role.program)
+        self.loop_vars = {
+            role.name: tuple(sorted({s.args.var for s, _ in walk(role.program) if s.op == "for"}))
+            for role in sched.roles.values()
+        }
+        self.jumps = "tile" not in _names_read(sched, self.relevant)
+        """Whole periods may be jumped only when no expression reads the tile ordinal (guards, ``at:``)."""
+        self.turnstiles_used = {
+            role.name: {s.args.name for s, _ in walk(role.program) if s.op == "turn"}
+            for role in sched.roles.values()
+        }
+
+    def _mark(self, stmts: tuple[Stmt, ...]) -> bool:
+        found = False
+        for stmt in stmts:
+            inner = self._mark(stmt.body)
+            if inner or stmt.op in _SYNC or stmt.op in _FILLS or stmt.op in ("turn", "tiles"):
+                self.relevant.add(id(stmt))
+                found = True
+        return found
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise _GiveUp
+
+    def eval(self, expr: Any, vars_: dict[str, Any], stmt: Stmt, kind: Any = None) -> Any:
+        names = self.names.get(expr)
+        if names is None:
+            names = self.names[expr] = tuple(sorted(expr.names))
+        get = vars_.get
+        key = (kind, expr, *[get(n) for n in names])
+        value = self.memo.get(key, _MISSING)
+        if value is _MISSING:
+            if kind is None:
+                value = expr(vars_, where=stmt.where)
+            elif kind == "size":
+                value = stmt.size(expr, vars_)
+            else:
+                value = stmt.count(expr, vars_, minimum=kind[0], whole=kind[1])
+            if len(self.memo) > 65_536:
+                self.memo.clear()
+            self.memo[key] = value
+        return value
+
+
+# ---- the simulator's synchronisation objects, without time ---------------------------------------------
+
+
+class _Ring:
+    """A stage ring (sync.StageRing) without time: fills land at once, deferred commits and releases act at once."""
+
+    def __init__(self, name: str, stages: int, producer: str, producers: int, filters: list[tuple[int, int]]
+                 ) -> None:  # fmt: skip
+        self.name = name
+        self.n = stages
+        self.bytes_full = producer in ("tma", "cp_async")
+        self.producers = max(1, producers)
+        self.filters = filters
+        self.freed = [0] * stages
+        self.open_gen = [-1] * stages
+        self.tag: list[dict[str, Any] | None] = [None] * stages
+        self.key: list[tuple | None] = [None] * stages
+        self.expected = [0.0] * stages
+        self.arrivals = [0] * stages
+        self.commits = [0] * stages
+        self.full = [False] * stages
+        self.releases = [0] * stages
+        self.expected_releases = [1] * stages
+        self.credits: dict[tuple, float] = {}
+        self.group: list[_Ring] = [self]
+        self.freed_keys: set[tuple] = set()
+        self.freed_keysets: set[tuple[str, ...]] = set()
+        self.cursors: list[list[Any]] = []
+        """[position, current stage or None] of every producer replica."""
+
+    def expected_of(self, tag: dict[str, Any]) -> int:
+        tile = tag.get("tile", 0)
+        return sum(1 for every, offset in self.filters if tile >= offset and (tile - offset) % every == 0)
+
+    def try_open(self, cursor: list[Any], tag: dict[str, Any], expect: float, run: _Run) -> bool:
+        index, gen = cursor[0] % self.n, cursor[0] // self.n
+        if not all(r.freed[index] >= gen for r in self.group):
+            return False
+        key = _tag_key(tag)
+        if self.open_gen[index] != gen:
+            if any(self.open_gen[j] >= 0 and self.key[j] == key for j in range(self.n)):
+                run.inexact = True  # two stages with one tag: which one a wait takes depends on timing
+            self.open_gen[index] = gen
+            self.tag[index] = dict(tag)
+            self.key[index] = key
+            self.expected[index] = 0.0
+            self.arrivals[index] = self.commits[index] = self.releases[index] = 0
+            self.full[index] = False
+            self.expected_releases[index] = max(1, self.expected_of(tag))
+        elif self.key[index] != key:
+            run.inexact = True  # producers that open one stage with different tags: the first one's wins
+        self.expected[index] += expect
+        self.arrivals[index] += 1
+        cursor[0] += 1
+        cursor[1] = index
+        if self.bytes_full:
+            self._check_full(index)
+        return True
+
+    def commit(self, index: int) -> None:
+        if self.open_gen[index] < 0:
+            return
+        self.commits[index] += 1
+        if self.commits[index] >= self.producers:
+            self.full[index] = True
+
+    def credit(self, key: tuple, amount: float) -> None:
+        self.credits[key] = self.credits.get(key, 0.0) + amount
+        for index in range(self.n):
+            if self.key[index] == key and self.open_gen[index] >= 0 and not self.full[index]:
+                self._check_full(index)
+
+    def _check_full(self, index: int) -> None:
+        if self.full[index] or self.arrivals[index] < self.producers:
+            return
+        if self.credits.get(self.key[index], 0.0) + 1e-6 >= self.expected[index]:  # type: ignore[arg-type]
+            self.full[index] = True
+
+    def find(self, ctx: dict[str, Any], run: _Run) -> int | None:
+        for keys in self.freed_keysets:
+            if tuple((k, ctx.get(k, _MISSING)) for k in keys) in self.freed_keys:
+                run.inexact = (
+                    True  # a wait for a stage that was freed: had it come earlier, it would have held it
+                )
+                break
+        hit = None
+        for index in range(self.n):
+            if self.full[index] and self.open_gen[index] >= 0 and _matches(self.tag[index], ctx):  # type: ignore[arg-type]
+                if hit is not None:
+                    run.inexact = True
+                    break
+                hit = index
+        return hit
+
+    def release(self, index: int) -> None:
+        if self.open_gen[index] < 0:
+            return
+        self.releases[index] += 1
+        if self.releases[index] >= self.expected_releases[index]:
+            key = self.key[index]
+            self.credits.pop(key, None)  # type: ignore[arg-type]
+            self.freed_keys.add(key)  # type: ignore[arg-type]
+            self.freed_keysets.add(tuple(k for k, _ in key))  # type: ignore[union-attr]
+            self.full[index] = False
+            self.open_gen[index] = -1
+            self.tag[index] = self.key[index] = None
+            self.freed[index] += 1
+
+    def describe(self, ctx: dict[str, Any]) -> str:
+        held = [self.tag[i] for i in range(self.n) if self.open_gen[i] >= 0]
+        return f"stage {dict(ctx)} of '{self.name}' (stages in flight: {held or 'none'})"
+
+
+class _Named:
+    """A named barrier (or ``__syncthreads``): phases of ``warps`` warps, in arrival order."""
+
+    def __init__(self, name: str, warps: int, exact: bool) -> None:
+        self.name = name
+        self.warps = max(1, warps)
+        self.arrived = 0
+        self.phase = 0
+        self.exact = exact
+        self.used = False
+
+    def arrive(self, warps: int) -> int:
+        """Arrive; returns the phase arrived in (complete once ``self.phase`` is past it)."""
+        self.used = True
+        phase = self.phase
+        self.arrived += warps
+        if self.arrived >= self.warps:
+            self.arrived -= self.warps
+            self.phase += 1
+        return phase
+
+
+class _Turnstile:
+    def __init__(self, name: str, members: int) -> None:
+        self.name = name
+        self.members = max(1, members)
+        self.token = 0
+        self.done: set[int] = set()
+
+    def skip_done(self) -> None:
+        for _ in range(self.members):
+            if self.token in self.done and len(self.done) < self.members:
+                self.token = (self.token + 1) % self.members
+
+
+class _Chunks:
+    def __init__(self) -> None:
+        self.found: dict[tuple[int, tuple[str, ...]], set[tuple]] = {}
+
+    def land(self, tag: dict[str, Any], chunk: int) -> None:
+        self.found.setdefault((chunk, tuple(tag)), set()).add(tuple(tag.values()))
+
+    def landed(self, ctx: dict[str, Any], chunk: int) -> bool:
+        for (c, keys), values in self.found.items():
+            if c == chunk and tuple(ctx.get(k, _MISSING) for k in keys) in values:
+                return True
+        return False
+
+
+class _Cta:
+    def __init__(self, rank: int, units: list[dict[str, Any]]) -> None:
+        self.rank = rank
+        self.units = units
+        self.rings: dict[str, _Ring] = {}
+        self.chunks: dict[str, _Chunks] = {}
+        self.named: dict[str, _Named] = {}
+        self.events: dict[str, tuple[int, dict[tuple, int]]] = {}
+        self.turnstiles: dict[str, _Turnstile] = {}
+        self.syncthreads: _Named | None = None
+        self.peers: dict[str, list[_Cta]] = {}
+
+
+# ---- one cluster's run --------------------------------------------------------------------------------------
+
+
+class _Run:
+    """The CTAs of one cluster over one slot's units (persistent) or one unit (grid launch)."""
+
+    def __init__(self, game: _Game, cunits: list[ClusterUnit], classes: list[Any]) -> None:
+        from gpusim.sim.engine import _roles_touching, _runs_on, _tile_filter, _tma_multicasts
+
+        self.game = game
+        sched = game.sched
+        self.classes = classes
+        self.inexact = False
+        self.horizon = 1
+        pair = sched.launch.cta_pair
+        csize = sched.launch.cluster_size
+        self.ctas = [_Cta(rank, [cu[rank] for cu in cunits]) for rank in range(csize)]
+        sync_warps = sum(r.warps * r.replicas for r in sched.roles.values()
+                         if any(s.op == "syncthreads" for s, _ in walk(r.program)))  # fmt: skip
+        roles_on = {
+            cta.rank: [r for r in sched.roles.values() if _runs_on(r.cta, cta.rank, pair)]
+            for cta in self.ctas
+        }
+        for cta in self.ctas:
+            for name, b in sched.buffers.items():
+                if not b.has_protocol:
+                    continue
+                if b.consumer == "manual":
+                    cta.chunks[name] = _Chunks()
+                    continue
+                sharing = [cta]
+                if b.scope == "pair" and pair:
+                    leader = self.ctas[cta.rank - cta.rank % 2]
+                    if leader is not cta and name in leader.rings:
+                        cta.rings[name] = leader.rings[name]
+                        continue
+                    sharing = [leader, self.ctas[leader.rank + 1]]
+                producers = _roles_touching(sched, name, ("acquire", "commit"))
+                consumers = _roles_touching(sched, name, ("wait", "release"))
+                n_producers = sum(sched.roles[r].replicas for c in sharing for r in producers
+                                  if _runs_on(sched.roles[r].cta, c.rank, pair))  # fmt: skip
+                filters = [_tile_filter(sched, r, rep) for c in sharing for r in consumers
+                           if _runs_on(sched.roles[r].cta, c.rank, pair) for rep in range(sched.roles[r].replicas)]  # fmt: skip
+                cta.rings[name] = _Ring(name, b.stages, b.producer or "threads", n_producers, filters)
+            users = [r for r in roles_on[cta.rank] if any(s.op == "syncthreads" for s, _ in walk(r.program))]
+            cta.syncthreads = _Named("__syncthreads", max(1, sync_warps),
+                                     sum(r.warps * r.replicas for r in users) == max(1, sync_warps))  # fmt: skip
+            for name, bar in sched.barriers.items():
+                if bar.kind == "named":
+                    uses = [(r, s.op) for r in roles_on[cta.rank] for s, _ in walk(r.program)
+                            if s.op in ("sync", "arrive") and s.args.bar == name]  # fmt: skip
+                    warps = sum(r.warps * r.replicas for r in {id(r): r for r, _ in uses}.values())
+                    exact = all(op == "sync" for _, op in uses) and warps == bar.warps
+                    cta.named[name] = _Named(name, bar.warps, exact)
+                elif bar.kind == "event":
+                    cta.events[name] = (max(1, bar.count), {})
+                elif bar.kind == "turnstile":
+                    cta.turnstiles[name] = _Turnstile(name, sched.roles[bar.members].replicas)  # type: ignore[index]
+        self._link_multicast(_tma_multicasts(sched))
+        self.runners: list[_Runner] = []
+        for cta in self.ctas:
+            for role in roles_on[cta.rank]:
+                for replica in range(role.replicas):
+                    self.runners.append(_Runner(self, cta, role, replica))
+        self.rings = list({id(r): r for cta in self.ctas for r in cta.rings.values()}.values())
+        for runner in self.runners:
+            for buf, cursor in runner.cursors.items():
+                runner.cta.rings[buf].cursors.append(cursor)
+        self.every = 1
+        for role in sched.roles.values():
+            for replica in range(role.replicas):
+                self.every = math.lcm(self.every, _tile_filter(sched, role.name, replica)[0])
+
+    def _link_multicast(self, multicast: dict[str, dict[str, int]]) -> None:
+        sched = self.game.sched
+        for buf, operands in multicast.items():
+            parent = list(range(len(self.ctas)))
+
+            def root(rank: int, parent: list[int] = parent) -> int:
+                while parent[rank] != rank:
+                    rank = parent[rank]
+                return rank
+
+            for operand, mc in operands.items():
+                groups: dict[tuple, list[_Cta]] = {}
+                for cta in self.ctas:
+                    if not cta.units:
+                        raise _GiveUp
+                    local = {**sched.env, **cta.units[0]}
+                    key = tuple(
+                        k(local, where=f"operands.{operand}.key") for k in sched.operands[operand].key
+                    )
+                    groups.setdefault(key, []).append(cta)
+                for members in groups.values():
+                    if len(members) != mc:
+                        raise _GiveUp  # the simulation refuses it with its reason
+                    for cta in members:
+                        cta.peers[operand] = members
+                        parent[root(cta.rank)] = root(members[0].rank)
+            by_root: dict[int, list[_Ring]] = {}
+            for cta in self.ctas:
+                ring = cta.rings.get(buf)
+                if ring is not None and all(ring is not r for r in by_root.get(root(cta.rank), [])):
+                    by_root.setdefault(root(cta.rank), []).append(ring)
+            for rings in by_root.values():
+                if len(rings) > 1:
+                    for ring in rings:
+                        ring.group = rings
+
+    # ---- driving ----------------------------------------------------------------------------------------
+
+    def play(self) -> list[_Runner]:
+        """Run every role as far as it goes; the roles blocked for good (empty: the run completes)."""
+        seen: dict[tuple, tuple[int, list[int]]] = {}
+        units = len(self.ctas[0].units)
+        for runner in self.runners:
+            runner.start()
+        while True:
+            moved = True
+            while moved:
+                moved = False
+                for runner in self.runners:
+                    if runner.gen is not None and runner.advance():
+                        moved = True
+            live = [r for r in self.runners if r.gen is not None]
+            if not live:
+                return []
+            at_cut = [r for r in live if r.boundary == self.horizon]
+            if not at_cut:
+                if self.inexact or any(n.used and not n.exact for c in self.ctas
+                                       for n in [*c.named.values(), c.syncthreads] if n is not None):  # fmt: skip
+                    raise _GiveUp
+                return live
+            if len(at_cut) == len(live):
+                self._cut(seen, units)
+            self.horizon += 1
+
+    def _cut(self, seen: dict[tuple, tuple[int, list[int]]], units: int) -> None:
+        """Every live role waits at the start of unit ``horizon``: remember the state, jump whole periods."""
+        h = self.horizon
+        sig = self._signature()
+        if sig is None:
+            return
+        key = (sig, h % self.every)
+        positions = [r.cursors[0][0] if r.cursors else 0 for r in self.rings]
+        earlier = seen.get(key)
+        seen[key] = (h, positions)
+        if earlier is None or not self.game.jumps:
+            return
+        h0, before = earlier
+        period = h - h0
+        classes = self.classes
+        n = 0
+        while h + (n + 1) * period <= units and all(
+            classes[h + n * period + i] == classes[h0 + i] for i in range(period)
+        ):
+            n += 1
+        if n == 0:
+            return
+        for ring, p0, p1 in zip(self.rings, before, positions, strict=True):
+            shift = (p1 - p0) * n
+            if not shift:
+                continue
+            new = p1 + shift
+            for i in range(ring.n):
+                ring.freed[i] += _visits(new, i, ring.n) - _visits(p1, i, ring.n)
+            for cursor in ring.cursors:
+                cursor[0] += shift
+                if cursor[1] is not None:
+                    cursor[1] = (cursor[0] - 1) % ring.n
+        self.horizon = h + n * period
+        for runner in self.runners:
+            runner.jump = self.horizon
+        seen.clear()
+        seen[key] = (self.horizon, [r.cursors[0][0] if r.cursors else 0 for r in self.rings])
+
+    def _signature(self) -> tuple | None:
+        out: list[Any] = []
+        for ring in self.rings:
+            if any(g >= 0 for g in ring.open_gen) or ring.credits:
+                return None
+            if len({c[0] for c in ring.cursors}) > 1:
+                return None
+        for cta in self.ctas:
+            offsets = []
+            for name in sorted(cta.rings):
+                ring = cta.rings[name]
+                base = min((c[0] for r in ring.group for c in r.cursors), default=0)
+                offsets.append(tuple(c[0] - base for c in ring.cursors))
+            out.append(tuple(offsets))
+            out.append(tuple((t.token, tuple(sorted(t.done))) for t in cta.turnstiles.values()))
+            out.append(tuple(n.arrived for n in cta.named.values()))
+            out.append(cta.syncthreads.arrived if cta.syncthreads is not None else 0)
+        for runner in self.runners:
+            if any(runner.held.values()):
+                return None
+            out.append(
+                (runner.gen is None, tuple(runner.vars.get(v) for v in self.game.loop_vars[runner.role.name]))
+            )
+        return tuple(out)
+
+
+def _visits(position: int, index: int, stages: int) -> int:
+    """How many of the positions ``0 .. position - 1`` fall on ring slot ``index``."""
+    return max(0, (position - index + stages - 1) // stages)
+
+
+class _Runner:
+    """One role replica on one CTA: its sync statements as a generator that yields while it is blocked."""
+
+    def __init__(self, run: _Run, cta: _Cta, role: Any, replica: int) -> None:
+        self.run = run
+        self.game = run.game
+        self.cta = cta
+        self.role = role
+        self.replica = replica
+        self.vars: dict[str, Any] = {**run.game.sched.env, "r": replica, "cta_rank": cta.rank}
+        self.loop: dict[str, Any] = {}
+        self.held: dict[str, list[int]] = {}
+        self.cursors: dict[str, list[Any]] = {}
+        for stmt, _ in walk(role.program):
+            if stmt.op == "acquire" and stmt.args.buf in cta.rings and stmt.args.buf not in self.cursors:
+                self.cursors[stmt.args.buf] = [0, None]
+        self.name = f"{role.name}[{replica}]" if role.replicas > 1 else role.name
+        self.blocked_on = "starting"
+        self.boundary = -1
+        self.jump = 0
+        self.gen: Generator[None, None, None] | None = None
+        self.moves = 0
+
+    def start(self) -> None:
+        self.gen = self._program()
+
+    def advance(self) -> bool:
+        """Resume until blocked; whether it moved."""
+        before = self.game.steps
+        try:
+            next(self.gen)  # type: ignore[arg-type]
+        except StopIteration:
+            self.gen = None
+            return True
+        return self.game.steps != before
+
+    def _program(self) -> Generator[None, None, None]:
+        yield from self._block(self.role.program)
+        for name in self.game.turnstiles_used[self.role.name]:
+            t = self.cta.turnstiles.get(name)
+            if t is not None:
+                t.done.add(self.replica)
+                t.skip_done()
+        self.blocked_on = "finished"
+
+    def _eval(self, expr: Any, stmt: Stmt) -> Any:
+        return self.game.eval(expr, self.vars, stmt)
+
+    def _count(self, expr: Any, stmt: Stmt, minimum: float = 0, whole: bool = True) -> int:
+        return self.game.eval(expr, self.vars, stmt, (minimum, whole))
+
+    def _size(self, expr: Any, stmt: Stmt) -> float:
+        return self.game.eval(expr, self.vars, stmt, "size")
+
+    def _block(self, stmts: tuple[Stmt, ...]) -> Generator[None, None, None]:
+        relevant = self.game.relevant
+        for i, stmt in enumerate(stmts):
+            if id(stmt) not in relevant:
+                continue
+            self.game.tick()
+            if stmt.guard is not None and not self._eval(stmt.guard, stmt):
+                continue
+            op = stmt.op
+            if op == "for":
+                yield from self._for(stmt)
+            elif op == "tiles":
+                yield from self._tiles(stmt)
+            elif op == "turn":
+                yield from self._turn(stmt)
+            else:
+                self.blocked_on = stmt.where
+                yield from getattr(self, "_" + op)(stmt, stmts, i)
+
+    def _for(self, stmt: Stmt) -> Generator[None, None, None]:
+        args = stmt.args
+        start = self._count(args.start, stmt, -math.inf, False)
+        stop = self._count(args.stop, stmt, -math.inf, False)
+        value = start
+        while value < stop:
+            self.vars[args.var] = value
+            self.loop[args.var] = value
+            yield from self._block(stmt.body)
+            value += 1
+        self.loop.pop(args.var, None)
+
+    def _tiles(self, stmt: Stmt) -> Generator[None, None, None]:
+        args = stmt.args
+        every = 1 if args.every is None else self._count(args.every, stmt, 1)
+        offset = 0 if args.offset is None else self._count(args.offset, stmt)
+        ordinal = 0
+        units = self.cta.units
+        while ordinal < len(units):
+            if ordinal >= self.run.horizon:
+                self.boundary = ordinal
+                self.blocked_on = f"{stmt.where} (the start of work unit {ordinal})"
+                while ordinal >= self.run.horizon:
+                    yield
+                self.game.steps += 1
+                self.boundary = -1
+                ordinal = max(ordinal, self.jump)
+                if ordinal >= len(units):
+                    break
+            if ordinal >= offset and (ordinal - offset) % every == 0:
+                self.vars.update(units[ordinal])
+                self.vars["tile"] = ordinal
+                self.loop = {"tile": ordinal}
+                yield from self._block(stmt.body)
+            ordinal += 1
+
+    def _turn(self, stmt: Stmt) -> Generator[None, None, None]:
+        t = self.cta.turnstiles.get(stmt.args.name)
+        if t is None:
+            raise _GiveUp
+        t.skip_done()
+        while t.token != self.replica:
+            self.blocked_on = f"{stmt.where} (waiting for its turn on '{t.name}', held by replica {t.token})"
+            yield
+            t.skip_done()
+        self.game.steps += 1
+        yield from self._block(stmt.body)
+        t.token = (self.replica + 1) % t.members
+        t.skip_done()
+
+    def _context(self, stmt: Stmt) -> dict[str, Any]:
+        ctx = dict(self.loop)
+        for key, expr in getattr(stmt.args, "at", {}).items():
+            ctx[key] = expr(self.vars, where=stmt.where)
+        return ctx
+
+    # ---- ops -----------------------------------------------------------------------------------------------
+
+    def _acquire(self, stmt: Stmt, stmts: tuple[Stmt, ...], i: int) -> Generator[None, None, None]:
+        buf = stmt.args.buf
+        ring = self.cta.rings.get(buf)
+        if ring is None:
+            raise _GiveUp
+        cursor = self.cursors[buf]
+        expect = 0.0
+        if ring.bytes_full:
+            for later in stmts[i + 1 :]:
+                if later.op == "acquire" and later.args.buf == buf:
+                    break
+                if (
+                    later.op in _FILLS
+                    and later.args.buf == buf
+                    and (later.guard is None or self._eval(later.guard, later))
+                ):
+                    expect += self._size(later.args.bytes, later)
+        ctx = self._context(stmt)
+        while not ring.try_open(cursor, ctx, expect, self.run):
+            self.blocked_on = f"{stmt.where} (acquire '{buf}': waiting for an empty stage)"
+            yield
+        self.game.steps += 1
+
+    def _commit(self, stmt: Stmt, *_: Any) -> Generator[None, None, None]:
+        ring = self.cta.rings.get(stmt.args.buf)
+        cursor = self.cursors.get(stmt.args.buf)
+        if ring is None or cursor is None:
+            raise _GiveUp  # a commit without an acquire: the simulation refuses it
+        if cursor[1] is not None:
+            ring.commit(cursor[1])
+        return
+        yield
+
+    def _wait(self, stmt: Stmt, *_: Any) -> Generator[None, None, None]:
+        ctx = self._context(stmt)
+        args = stmt.args
+        if args.bar is not None:
+            event = self.cta.events.get(args.bar)
+            if event is None:
+                raise _GiveUp
+            count, arrivals = event
+            tile = ctx.get("tile", 0)
+            if tile < 0:
+                return
+            while arrivals.get((tile,), 0) < count:
+                self.blocked_on = f"{stmt.where} (event '{args.bar}' for tile {tile})"
+                yield
+            self.game.steps += 1
+            return
+        buf = args.buf
+        chunks = self.cta.chunks.get(buf)
+        if chunks is not None:
+            chunk = 0 if args.chunk is None else self._count(args.chunk, stmt)
+            while not chunks.landed(ctx, chunk):
+                self.blocked_on = f"{stmt.where} (chunk {chunk} of '{buf}' for {ctx})"
+                yield
+            self.game.steps += 1
+            return
+        ring = self.cta.rings.get(buf)
+        if ring is None:
+            raise _GiveUp
+        while True:
+            index = ring.find(ctx, self.run)
+            if index is not None:
+                self.held.setdefault(buf, []).append(index)
+                self.game.steps += 1
+                return
+            self.blocked_on = f"{stmt.where} (waiting for {ring.describe(ctx)})"
+            yield
+
+    def _release(self, stmt: Stmt, *_: Any) -> Generator[None, None, None]:
+        buf = stmt.args.buf
+        if buf in self.cta.chunks:
+            return
+        ring = self.cta.rings.get(buf)
+        if ring is None:
+            raise _GiveUp
+        keep = 0 if stmt.args.keep is None else self._count(stmt.args.keep, stmt)
+        held = self.held.setdefault(buf, [])
+        while len(held) > keep:
+            ring.release(held.pop(0))
+        return
+        yield
+
+    def _arrive(self, stmt: Stmt, *_: Any) -> Generator[None, None, None]:
+        name = stmt.args.bar
+        if name in self.cta.named:
+            self.cta.named[name].arrive(self.role.warps)
+            return
+        event = self.cta.events.get(name)
+        if event is None:
+            raise _GiveUp
+        key = (self._context(stmt).get("tile", 0),)
+        event[1][key] = event[1].get(key, 0) + 1
+        return
+        yield
+
+    def _sync(self, stmt: Stmt, *_: Any) -> Generator[None, None, None]:
+        barrier = self.cta.named.get(stmt.args.bar)
+        if barrier is None:
+            raise _GiveUp
+        yield from self._phase(barrier, stmt, f"named barrier '{barrier.name}'")
+
+    def _syncthreads(self, stmt: Stmt, *_: Any) -> Generator[None, None, None]:
+        assert self.cta.syncthreads is not None
+        yield from self._phase(self.cta.syncthreads, stmt, "__syncthreads")
+
+    def _phase(self, barrier: _Named, stmt: Stmt, what: str) -> Generator[None, None, None]:
+        phase = barrier.arrive(self.role.warps)
+        while barrier.phase <= phase:
+            self.blocked_on = f"{stmt.where} ({what}: {barrier.arrived} of {barrier.warps} warps arrived)"
+            yield
+        self.game.steps += 1
+
+    def _tma_load(self, stmt: Stmt, *_: Any) -> Generator[None, None, None]:
+        args = stmt.args
+        nbytes = self._size(args.bytes, stmt)
+        multicast = 1 if args.multicast is None else self._count(args.multicast, stmt, 1)
+        operand = args.operand
+        receivers = self.cta.peers.get(operand, [self.cta]) if multicast > 1 and operand else [self.cta]
+        share = nbytes / multicast
+        if args.buf in self.cta.chunks:
+            ctx = self._context(stmt)
+            if args.chunks is not None:
+                lo, hi = (self._count(e, stmt) for e in args.chunks)
+            else:
+                lo = 0 if args.chunk is None else self._count(args.chunk, stmt)
+                hi = lo + 1
+            for c in range(lo, hi):
+                for r in receivers:
+                    r.chunks[args.buf].land(ctx, c)
+            return
+        self._credit(args.buf, [r.rings[args.buf] for r in receivers], share)
+        return
+        yield
+
+    def _cp_async(self, stmt: Stmt, *_: Any) -> Generator[None, None, None]:
+        buf = stmt.args.buf
+        ring = self.cta.rings.get(buf) if buf else None
+        if ring is not None and ring.bytes_full:
+            self._credit(buf, [ring], self._size(stmt.args.bytes, stmt))  # type: ignore[arg-type]
+        return
+        yield
+
+    def _credit(self, buf: str, rings: list[_Ring], amount: float) -> None:
+        cursor = self.cursors.get(buf)
+        if cursor is None or cursor[1] is None:
+            raise _GiveUp  # a load before any acquire: the simulation refuses it
+        key = self.cta.rings[buf].key[cursor[1]]
+        if key is None:
+            raise _GiveUp
+        for ring in rings:
+            ring.credit(key, amount)
+
+
+# ---- the check --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What the untimed replay found: the deadlock report (None: none for every timing, or undecided),
+    whether it decided, and the statements it executed (a cost that does not depend on the machine)."""
+
+    deadlock: str | None
+    decided: bool
+    steps: int
+    runs: int
+
+
+def replay(sched: Schedule, arch: Arch, plan: WorkPlan) -> Replay:
+    """Replay every distinct cluster run of ``plan`` untimed (see the module docstring); never raises."""
+    game = _Game(sched, arch)
+    runs = 0
+    try:
+        for cunits, classes in _distinct_runs(sched, plan):
+            run = _Run(game, cunits, classes)
+            runs += 1
+            blocked = run.play()
+            if blocked:
+                return Replay(_report(sched, arch, blocked, cunits), True, game.steps, runs)
+    except Exception:  # an early report only: whatever it cannot follow, the simulation reports
+        return Replay(None, False, game.steps, runs)
+    return Replay(None, True, game.steps, runs)
+
+
+def check_untimed(sched: Schedule, arch: Arch, plan: WorkPlan) -> None:
+    """Raise DeadlockError when the untimed replay of some cluster's work ends with roles blocked (a
+    deadlock for every timing); say nothing when it completes or cannot decide."""
+    found = replay(sched, arch, plan)
+    if found.deadlock is not None:
+        raise DeadlockError(found.deadlock)
+
+
+def _distinct_runs(sched: Schedule, plan: WorkPlan) -> list[tuple[list[ClusterUnit], list[Any]]]:
+    """The cluster runs to replay: each slot list of a persistent kernel (each grid unit of a grid launch)
+    whose units differ, by what the replayed statements make of them, from every run before it."""
+    classify = _Classes(sched, _Game(sched, None).relevant)  # type: ignore[arg-type]
+    out = []
+    done: set[tuple] = set()
+    for group in plan.groups:
+        for slot in group.slots:
+            if not slot:
+                continue
+            if sched.launch.persistent:
+                classes = [classify(cu) for cu in slot]
+                key = _runs_of(classes)
+                if key not in done:
+                    done.add(key)
+                    out.append((list(slot), classes))
+            else:
+                for cu in slot:
+                    c = classify(cu)
+                    if (c,) not in done:
+                        done.add((c,))
+                        out.append(([cu], [c]))
+    return out
+
+
+class _Classes:
+    """Numbers the cluster units by what the replay makes of them: the value, in the unit, of every
+    replayed expression that reads only the unit's fields and constants (a guard ``m == last`` is one
+    value for all but one unit), and the fields themselves that the other expressions read."""
+
+    def __init__(self, sched: Schedule, relevant: set[int]) -> None:
+        self.env = dict(sched.env)
+        self.exprs: list[tuple[Any, tuple[int, ...]]] = []
+        for role in sched.roles.values():
+            for stmt, _ in walk(role.program):
+                if id(stmt) in relevant:
+                    for expr in _exprs_of(stmt):
+                        self.exprs.append((expr, tuple(range(role.replicas))))
+        self.fields: tuple[str, ...] | None = None
+        self.values: list[tuple[Any, tuple[int, ...]]] = []
+        self.raw: set[str] = set()
+        self.gated: list[tuple[Any, frozenset[str], tuple[int, ...]]] = []
+        """(unit-only conjuncts, the unit fields the other conjuncts read): those fields count only
+        in units where the conjuncts hold."""
+        self.memo: dict[tuple, Any] = {}
+        self.numbers: dict[tuple, int] = {}
+        self.sorted_names: dict[Any, tuple[str, ...]] = {}
+
+    def _split(self, unit: dict[str, Any]) -> None:
+        self.fields = tuple(sorted(unit))
+        known = set(unit) | set(self.env) | {"r", "cta_rank"}
+        fields = set(unit)
+        for expr, replicas in self.exprs:
+            if not expr.names & fields:
+                continue  # the same in every unit
+            if expr.names <= known:
+                self.values.append((expr, replicas))
+                continue
+            # ``unit-only and loop-dependent``: one value where a unit-only conjunct is false
+            conjuncts = _conjuncts(expr.text)
+            fixed = [c for c in conjuncts if c.names <= known]
+            rest = [c for c in conjuncts if not c.names <= known]
+            if fixed:
+                self.values.append((_AllTrue(fixed), replicas))
+                self.gated.append(
+                    (_AllTrue(fixed), frozenset().union(*(c.names for c in rest)) & set(unit), replicas)
+                )
+            else:
+                self.raw |= expr.names & set(unit)
+        self.raw_names = tuple(sorted(self.raw))
+
+    def _value(self, expr: Any, local: dict[str, Any]) -> Any:
+        names = self.sorted_names.get(expr)
+        if names is None:
+            names = self.sorted_names[expr] = tuple(sorted(expr.names))
+        key = (expr, *map(local.get, names))
+        value = self.memo.get(key, _MISSING)
+        if value is _MISSING:
+            try:
+                value = expr(local)
+            except Exception:  # the simulation reports it with its path; here it is one more class
+                value = ("error", key[1:])
+            self.memo[key] = value
+        return value
+
+    def __call__(self, cu: ClusterUnit) -> int:
+        if self.fields is None:
+            self._split(cu[0])
+        parts = []
+        for unit in cu:
+            local = {**self.env, **unit}
+            row = [unit.get(n) for n in self.raw_names]
+            for expr, replicas in self.values:
+                for r in replicas:
+                    local["r"] = r
+                    row.append(self._value(expr, local))
+            for gate, names, replicas in self.gated:
+                for r in replicas:
+                    local["r"] = r
+                    if self._value(gate, local) is True:
+                        row.append(tuple(unit.get(n) for n in sorted(names)))
+            parts.append(tuple(row))
+        key = tuple(parts)
+        return self.numbers.setdefault(key, len(self.numbers))
+
+
+class _AllTrue:
+    """Whether every one of some expressions is truthy (an expression-like object with ``names``)."""
+
+    def __init__(self, exprs: list[Any]) -> None:
+        self.exprs = tuple(exprs)
+        self.names = frozenset().union(*(e.names for e in exprs))
+
+    def __call__(self, env: dict[str, Any]) -> bool:
+        return all(bool(e(env)) for e in self.exprs)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def _conjuncts(text: str) -> list[Any]:
+    """The operands of a top-level ``and`` in ``text``, as expressions ([] when there is none)."""
+    import ast
+
+    from gpusim.schedule.expr import Expr
+
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return []
+    if not (isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And)):
+        return []
+    out = []
+    for operand in tree.values:
+        segment = ast.get_source_segment(text, operand)
+        if segment is None:
+            return []
+        out.extend(_conjuncts(segment) or [Expr(segment)])
+    return out
+
+
+def _exprs_of(stmt: Stmt) -> Iterator[Any]:
+    if stmt.guard is not None:
+        yield stmt.guard
+    for value in stmt.args.values():
+        items = value if isinstance(value, tuple) else value.values() if isinstance(value, dict) else [value]
+        for item in items:
+            if hasattr(item, "names"):
+                yield item
+
+
+def _names_read(sched: Schedule, relevant: set[int]) -> set[str]:
+    """The names that the replayed statements read (their guards and arguments)."""
+    names: set[str] = set()
+    for role in sched.roles.values():
+        for stmt, _ in walk(role.program):
+            if id(stmt) not in relevant:
+                continue
+            if stmt.guard is not None:
+                names |= stmt.guard.names
+            for value in stmt.args.values():
+                items = (
+                    value
+                    if isinstance(value, tuple)
+                    else value.values()
+                    if isinstance(value, dict)
+                    else [value]
+                )
+                for item in items:
+                    names |= getattr(item, "names", frozenset())
+    return names
+
+
+def _runs_of(classes: list[int]) -> tuple:
+    out: list[list[int]] = []
+    for c in classes:
+        if out and out[-1][0] == c:
+            out[-1][1] += 1
+        else:
+            out.append([c, 1])
+    return tuple(tuple(r) for r in out)
+
+
+def _report(sched: Schedule, arch: Arch, blocked: list[_Runner], cunits: list[ClusterUnit]) -> str:
+    sites: dict[tuple[str, str], list[_Runner]] = {}
+    for r in blocked:
+        sites.setdefault((r.name, r.blocked_on), []).append(r)
+    lines = "; ".join(
+        f"{name} (cta {rs[0].cta.rank}"
+        + (f", and {len(rs) - 1} more like it" if len(rs) > 1 else "")
+        + f") at {site}"
+        for (name, site), rs in list(sites.items())[:4]
+    )
+    more = f" and {len(sites) - 4} more" if len(sites) > 4 else ""
+    grid = dict(sched.launch.grid)
+    unit = next((r.vars for r in blocked), {})
+    where = ", ".join(f"{k}={unit[k]}" for k in grid if k in unit)
+    return (
+        f"{sched.name} on {arch.id}: deadlock found before simulating (an untimed replay of the synchronisation "
+        f"of a cluster's {len(cunits)} work unit(s), blocked in the unit at {where or 'its start'}"
+        f"); blocked roles: {lines}{more}"
+    )

@@ -1,0 +1,181 @@
+"""The untimed replay (gpusim/sim/untimed.py) names deadlocks at the end of large kernels before simulating,
+and never refuses a schedule the simulation completes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from late_deadlocks import last_unit_guard, mutants
+
+import gpusim
+from gpusim.api import _resolve_schedule, load_arch
+from gpusim.errors import DeadlockError
+from gpusim.schedule.ir import Schedule
+from gpusim.sim.scheduler import plan_work
+from gpusim.sim.untimed import replay
+
+SCHEDULES = Path(__file__).resolve().parent.parent / "schedules"
+
+
+def _cycle(sched: Schedule, wait_before: str, arrive_after: str) -> Schedule:
+    """The cycle mutant whose wait comes before the statement at ``wait_before`` and whose arrival after the
+    one at ``arrive_after`` (schedule paths, without the file)."""
+    for label, mutant in mutants(sched, max_cycles=10_000):
+        head, _, tail = label.partition(", arrive after ")
+        if label.startswith("cycle") and head.endswith(wait_before) and tail.endswith(arrive_after):
+            return mutant
+    raise AssertionError(f"no cycle mutant {wait_before} / {arrive_after}")
+
+
+MATH_WAIT = "roles.math.program[0].tiles.do[0].turn.do[0].for.do[0].wait"
+PRODUCER_ACQUIRE = "roles.producer.program[0].tiles.do[0].for.do[0].acquire"
+
+
+@pytest.fixture
+def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if simulated CTAs are built: the deadlock must be named before any event."""
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("the simulation started: the untimed replay let the deadlock through")
+
+    monkeypatch.setattr("gpusim.sim.engine._Builder.build_group", refuse)
+
+
+@pytest.mark.parametrize("size", [8192, 32768])
+def test_a_wait_cycle_in_the_last_tile_of_a_huge_pingpong_gemm_is_named_before_simulating(
+    size: int, no_simulation: None
+) -> None:
+    arch = load_arch("h100")
+    sched = _resolve_schedule("gemm_ws_pingpong", arch, {"M": size, "N": size, "K": size})
+    # in the last unit, math waits before its first k-tile for the signal the producer gives after its last
+    # acquire, which needs math to have released the unit's first k-tiles (more k-tiles than stages)
+    mutant = _cycle(sched, MATH_WAIT, PRODUCER_ACQUIRE)
+    found = replay(mutant, arch, plan_work(mutant, arch))
+    assert found.deadlock is not None and found.decided
+    kt = size // 64
+    # at most 8 units (of at most 12 statements per k-tile on each of the 2 CTAs) per distinct slot,
+    # whatever the number of units (about 1,000 per slot at 32768^3): the periods in between are jumped
+    assert found.steps < 8 * kt * 12 * 2 * found.runs
+    assert "deadlock found before simulating" in found.deadlock
+    assert "event 'late_signal' for tile" in found.deadlock
+    assert "acquire 'ab': waiting for an empty stage" in found.deadlock
+    assert "\n" not in found.deadlock
+
+
+def test_predict_names_the_late_deadlock_with_exit_status_4_before_building_any_cta(
+    no_simulation: None,
+) -> None:
+    arch = load_arch("h100")
+    sched = _resolve_schedule("gemm_ws_pingpong", arch, {"M": 16384, "N": 16384, "K": 16384})
+    mutant = _cycle(sched, MATH_WAIT, PRODUCER_ACQUIRE)
+    with pytest.raises(DeadlockError, match=r"deadlock found before simulating .* blocked roles: .*producer"):
+        gpusim.sim.engine.simulate(mutant, arch)
+    assert DeadlockError("x").exit_code == 4
+
+
+FAMILIES = [
+    ("gemm_ws_cooperative", "h100", {"M": 8192, "N": 8192, "K": 8192}),
+    ("gemm_streamk", "h100", {"M": 4096, "N": 4096, "K": 4096}),
+    ("attn_fa3_fwd", "h100", {"batch": 4, "heads": 16, "seqlen_q": 4096, "seqlen_kv": 4096, "head_dim": 128}),
+    ("attn_fa3_fwd", "h100",
+     {"batch": 2, "heads": 8, "seqlen_q": 2048, "seqlen_kv": 2048, "head_dim": 128, "causal": 1}),
+    ("gemm_tcgen05", "b200", {"M": 8192, "N": 8192, "K": 8192}),
+    ("attn_decode_splitkv", "h100", {}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "arch_id", "problem"), FAMILIES)
+def test_a_missing_signal_in_the_last_unit_is_named_before_simulating(
+    name: str, arch_id: str, problem: dict
+) -> None:
+    """In the last unit, the first role waits on a signal that nobody gives (a cycle mutant whose arrival
+    sits in a loop the unit never runs, or a wait with no arrival): the replay names it, in every family."""
+    arch = load_arch(arch_id)
+    sched = _resolve_schedule(name, arch, problem)
+    named = 0
+    for label, mutant in mutants(sched, max_cycles=6):
+        if not label.startswith("cycle"):
+            continue
+        found = replay(mutant, arch, plan_work(mutant, arch))
+        named += found.deadlock is not None
+        if named:
+            break
+    assert named >= 1, f"{name}: no cycle mutant named"
+
+
+SHIPPED = [
+    ("gemm_ws_pingpong", "h100"), ("gemm_ws_cooperative", "h100"), ("gemm_tcgen05", "b200"),
+    ("gemm_fp8_deepgemm", "h800"), ("gemm_cp_async", "a100"), ("gemm_sync", "v100"), ("gemm_streamk", "h100"),
+]  # fmt: skip
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    case=st.sampled_from(SHIPPED),
+    m=st.integers(1, 48).map(lambda x: 128 * x),
+    n=st.integers(1, 48).map(lambda x: 128 * x),
+    k=st.integers(1, 32).map(lambda x: 64 * x),
+)
+def test_the_replay_never_refuses_a_shipped_gemm(case: tuple[str, str], m: int, n: int, k: int) -> None:
+    name, arch_id = case
+    arch = load_arch(arch_id)
+    sched = _resolve_schedule(name, arch, {"M": m, "N": n, "K": k})
+    found = replay(sched, arch, plan_work(sched, arch))
+    assert found.deadlock is None, found.deadlock
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(
+    name=st.sampled_from(["attn_fa3_fwd", "attn_fa2_fwd", "attn_fa4_fwd"]),
+    seqlen=st.integers(1, 24).map(lambda x: 128 * x),
+    heads=st.integers(1, 8),
+    causal=st.integers(0, 1),
+)
+def test_the_replay_never_refuses_a_shipped_attention(
+    name: str, seqlen: int, heads: int, causal: int
+) -> None:
+    arch = load_arch({"attn_fa2_fwd": "a100", "attn_fa4_fwd": "b200"}.get(name, "h100"))
+    problem = {
+        "batch": 1,
+        "heads": heads,
+        "seqlen_q": seqlen,
+        "seqlen_kv": seqlen,
+        "head_dim": 128,
+        "causal": causal,
+    }
+    sched = _resolve_schedule(name, arch, problem)
+    found = replay(sched, arch, plan_work(sched, arch))
+    assert found.deadlock is None, found.deadlock
+
+
+def test_the_last_unit_guard_names_the_grid_corner() -> None:
+    arch = load_arch("h100")
+    sched = _resolve_schedule("gemm_ws_pingpong", arch, {"M": 1024, "N": 512, "K": 512})
+    assert last_unit_guard(sched) == "m == 7 and n == 3"
+
+
+def test_what_the_replay_refuses_the_simulation_never_completes() -> None:
+    """Soundness over a sample of late mutants (bench/deadlock_mutations.py runs them all: 0 false refusals
+    in 416): each one the replay refuses, simulated with both checks off, does not complete."""
+    from unittest.mock import patch
+
+    from gpusim.errors import GpusimError
+    from gpusim.sim.engine import simulate
+
+    arch = load_arch("h100")
+    sched = _resolve_schedule("gemm_ws_pingpong", arch, {"M": 2048, "N": 2048, "K": 512})
+    refused = 0
+    for _, mutant in list(mutants(sched, max_cycles=8))[::2]:
+        if replay(mutant, arch, plan_work(mutant, arch)).deadlock is None:
+            continue
+        refused += 1
+        with (
+            patch("gpusim.schedule.check.check_balance"),
+            patch("gpusim.sim.engine.check_untimed"),
+            pytest.raises(GpusimError),
+        ):
+            simulate(mutant, arch)
+    assert refused >= 2
