@@ -65,15 +65,31 @@ def test_a_wait_cycle_in_the_last_tile_of_a_huge_pingpong_gemm_is_named_before_s
     assert "\n" not in found.deadlock
 
 
-def test_predict_names_the_late_deadlock_with_exit_status_4_before_building_any_cta(
-    no_simulation: None,
+def test_with_the_replay_first_the_late_deadlock_is_named_before_building_any_cta(
+    no_simulation: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr("gpusim.sim.engine.UNTIMED_REPLAY_AFTER_EVENTS", 0)
     arch = load_arch("h100")
     sched = _resolve_schedule("gemm_ws_pingpong", arch, {"M": 16384, "N": 16384, "K": 16384})
     mutant = _cycle(sched, MATH_WAIT, PRODUCER_ACQUIRE)
     with pytest.raises(DeadlockError, match=r"deadlock found before simulating .* blocked roles: .*producer"):
         gpusim.sim.engine.simulate(mutant, arch)
     assert DeadlockError("x").exit_code == 4
+
+
+def test_a_long_simulation_replays_once_and_names_the_late_deadlock_then(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """By default the replay runs once a simulation passes UNTIMED_REPLAY_AFTER_EVENTS (short runs find
+    their deadlocks by simulating): the late cycle of a 16384^3 GEMM is named at that point."""
+    monkeypatch.setattr("gpusim.sim.engine.UNTIMED_REPLAY_AFTER_EVENTS", 2000)
+    arch = load_arch("h100")
+    sched = _resolve_schedule("gemm_ws_pingpong", arch, {"M": 16384, "N": 16384, "K": 16384})
+    mutant = _cycle(sched, MATH_WAIT, PRODUCER_ACQUIRE)
+    with pytest.raises(
+        DeadlockError, match=r"deadlock found after 2,000 simulated events .* blocked roles: "
+    ):
+        gpusim.sim.engine.simulate(mutant, arch)
 
 
 FAMILIES = [

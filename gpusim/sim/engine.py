@@ -274,6 +274,12 @@ class _Builder:
         cta.syncthreads = NamedBarrier(env, "__syncthreads", max(1, self.sync_warps))
 
 
+UNTIMED_REPLAY_AFTER_EVENTS = 20_000
+"""A simulation still running after this many detailed events replays the kernel's synchronisation
+untimed once (gpusim.sim.untimed), so a deadlock at the end of a long kernel is named then, not after
+simulating it all; a shorter one names its deadlocks by simulating. 0: replay before simulating."""
+
+
 def simulate(
     sched: Schedule,
     arch: Arch,
@@ -298,7 +304,9 @@ def simulate(
     budgets = check_schedule(sched, arch)
     start = time.perf_counter()
     plan = plan_work(sched, arch, group_identical=group_identical)
-    check_untimed(sched, arch, plan)
+    replay_at = UNTIMED_REPLAY_AFTER_EVENTS
+    if replay_at <= 0:
+        check_untimed(sched, arch, plan)
     multicast = _operand_multicast(_tma_multicasts(sched))
     miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
     if shared_tensor_core is None:
@@ -325,6 +333,8 @@ def simulate(
         except simpy.core.EmptySchedule:
             break
         events += 1
+        if events == replay_at:
+            check_untimed(sched, arch, plan, after_events=events)
         if events == limit:
             raise SimulationLimitExceeded(
                 f"{sched.name} on {arch.id}: simulation stopped at its work limit of {limit:,} events "

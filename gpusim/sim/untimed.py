@@ -819,12 +819,18 @@ def replay(sched: Schedule, arch: Arch, plan: WorkPlan) -> Replay:
     return Replay(None, True, game.steps, runs)
 
 
-def check_untimed(sched: Schedule, arch: Arch, plan: WorkPlan) -> None:
+def check_untimed(sched: Schedule, arch: Arch, plan: WorkPlan, after_events: int = 0) -> None:
     """Raise DeadlockError when the untimed replay of some cluster's work ends with roles blocked (a
-    deadlock for every timing); say nothing when it completes or cannot decide."""
+    deadlock for every timing); say nothing when it completes or cannot decide. ``after_events``: how
+    many events the simulation ran before calling it (0: before simulating), said in the message."""
     found = replay(sched, arch, plan)
     if found.deadlock is not None:
-        raise DeadlockError(found.deadlock)
+        message = found.deadlock
+        if after_events:
+            message = message.replace(
+                "found before simulating", f"found after {after_events:,} simulated events", 1
+            )
+        raise DeadlockError(message)
 
 
 def _distinct_runs(sched: Schedule, plan: WorkPlan) -> list[tuple[list[ClusterUnit], list[Any]]]:
