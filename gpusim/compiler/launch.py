@@ -45,7 +45,9 @@ class Measurement:
                 "params": ";".join(f"{k}={v}" for k, v in self.problem.items() if k not in {"M", "N", "K"})}  # fmt: skip
 
 
-def _check(result: Any, what: str) -> Any:
+def checked(result: Any, what: str) -> Any:
+    """The value of a cuda-python driver call's ``(error, value...)`` result; a one-line GpusimError on
+    failure, naming ``what``."""
     err, *rest = result if isinstance(result, tuple) else (result,)
     if int(err) != 0:
         raise GpusimError(f"CUDA driver: {what} failed ({err})")
@@ -62,24 +64,25 @@ def arch_of_device(name: str) -> str:
 
 
 @contextmanager
-def _context() -> Iterator[tuple[Any, str, str]]:
+def device_context() -> Iterator[tuple[Any, str, str]]:
+    """The driver module, the device's ``sm_XX`` and its name, with device 0's primary context current."""
     try:
         from cuda.bindings import driver
     except ImportError:
         raise InputError('cuda-python is not installed; pip install "gpusim[cuda]"') from None
     try:
-        _check(driver.cuInit(0), "cuInit")
+        checked(driver.cuInit(0), "cuInit")
     except GpusimError:
         raise
     except Exception as exc:  # the driver library itself is missing (no GPU on this machine)
         raise InputError(f"no NVIDIA driver or GPU here: {str(exc).splitlines()[0][:160]}") from None
-    device = _check(driver.cuDeviceGet(0), "cuDeviceGet")
-    name = _check(driver.cuDeviceGetName(256, device), "cuDeviceGetName").split(b"\0")[0].decode()
-    major = _check(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "cc")  # fmt: skip
-    minor = _check(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cc")  # fmt: skip
+    device = checked(driver.cuDeviceGet(0), "cuDeviceGet")
+    name = checked(driver.cuDeviceGetName(256, device), "cuDeviceGetName").split(b"\0")[0].decode()
+    major = checked(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "cc")  # fmt: skip
+    minor = checked(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cc")  # fmt: skip
     sm = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
-    context = _check(driver.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
-    _check(driver.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+    context = checked(driver.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+    checked(driver.cuCtxSetCurrent(context), "cuCtxSetCurrent")
     try:
         yield driver, sm, name
     finally:
@@ -88,20 +91,20 @@ def _context() -> Iterator[tuple[Any, str, str]]:
 
 def local_device() -> tuple[str, str]:
     """The name and SM target of GPU 0 (one-line InputError without a driver or GPU)."""
-    with _context() as (_, sm, name):
+    with device_context() as (_, sm, name):
         return name, sm
 
 
 def _time_launches(driver: Any, launch: Callable[[], None], iters: int) -> float:
-    start = _check(driver.cuEventCreate(0), "cuEventCreate")
-    stop = _check(driver.cuEventCreate(0), "cuEventCreate")
+    start = checked(driver.cuEventCreate(0), "cuEventCreate")
+    stop = checked(driver.cuEventCreate(0), "cuEventCreate")
     launch()  # warm-up
-    _check(driver.cuEventRecord(start, 0), "cuEventRecord")
+    checked(driver.cuEventRecord(start, 0), "cuEventRecord")
     for _ in range(iters):
         launch()
-    _check(driver.cuEventRecord(stop, 0), "cuEventRecord")
-    _check(driver.cuEventSynchronize(stop), "cuEventSynchronize")
-    ms = _check(driver.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
+    checked(driver.cuEventRecord(stop, 0), "cuEventRecord")
+    checked(driver.cuEventSynchronize(stop), "cuEventSynchronize")
+    ms = checked(driver.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
     return ms * 1e3 / iters
 
 
@@ -109,14 +112,14 @@ def _plain_launch(driver: Any, kernel: ReferenceKernel, sm: str, problem: dict[s
     cubin, _, _, _ = compile_source(kernel.path, sm, (), work)
     data = cubin.read_bytes()
     symbols = read_u32_symbols(data)
-    module = _check(driver.cuModuleLoadData(data), "cuModuleLoadData")
+    module = checked(driver.cuModuleLoadData(data), "cuModuleLoadData")
     smem = symbols.get("gpusim_dynamic_smem_bytes", 0)
     threads = symbols.get("gpusim_threads_per_cta", 256)
     keep: list[Any] = []
 
     def alloc(nbytes: int) -> ctypes.c_uint64:
-        ptr = _check(driver.cuMemAlloc(nbytes), "cuMemAlloc")
-        _check(driver.cuMemsetD8(ptr, 0, nbytes), "cuMemsetD8")
+        ptr = checked(driver.cuMemAlloc(nbytes), "cuMemAlloc")
+        checked(driver.cuMemsetD8(ptr, 0, nbytes), "cuMemsetD8")
         keep.append(ptr)
         return ctypes.c_uint64(int(ptr))
 
@@ -133,14 +136,14 @@ def _plain_launch(driver: Any, kernel: ReferenceKernel, sm: str, problem: dict[s
         rows = problem["rows"]
         name, args = "row_softmax", [alloc(rows * symbols["gpusim_cols"] * 4), alloc(rows * symbols["gpusim_cols"] * 4), ctypes.c_int(rows)]  # fmt: skip
         grid = (-(-rows * 32 // threads), 1, 1)
-    function = _check(driver.cuModuleGetFunction(module, name.encode()), "cuModuleGetFunction")
+    function = checked(driver.cuModuleGetFunction(module, name.encode()), "cuModuleGetFunction")
     if smem > 48 * 1024:
         attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        _check(driver.cuFuncSetAttribute(function, attr, smem), "cuFuncSetAttribute")
+        checked(driver.cuFuncSetAttribute(function, attr, smem), "cuFuncSetAttribute")
     params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
 
     def launch() -> None:
-        _check(
+        checked(
             driver.cuLaunchKernel(function, *grid, threads, 1, 1, smem, 0, ctypes.addressof(params), 0), name
         )
 
@@ -151,7 +154,7 @@ def measure_kernel(kernel: ReferenceKernel, problem: dict[str, int], iters: int 
     """Time one reference kernel on GPU 0 for ``problem`` (GEMM: M, N, K multiples of the tile;
     stream: bytes; softmax: rows)."""
     with (
-        _context() as (driver, sm, device_name),
+        device_context() as (driver, sm, device_name),
         tempfile.TemporaryDirectory(prefix="gpusim-measure-") as tmp,
     ):
         arch = arch_of_device(device_name)

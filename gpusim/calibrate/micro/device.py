@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from gpusim.compiler.elf_symbols import read_u32_symbols
-from gpusim.compiler.launch import _check, _context, arch_of_device
+from gpusim.compiler.launch import arch_of_device, checked, device_context
 from gpusim.errors import GpusimError, InputError
 
 
@@ -39,8 +39,8 @@ class Device:
     def attribute(self, name: str) -> int:
         """One cuDeviceGetAttribute value by its CU_DEVICE_ATTRIBUTE_ suffix."""
         attr = getattr(self.driver.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
-        device = _check(self.driver.cuDeviceGet(0), "cuDeviceGet")
-        return int(_check(self.driver.cuDeviceGetAttribute(attr, device), f"cuDeviceGetAttribute {name}"))
+        device = checked(self.driver.cuDeviceGet(0), "cuDeviceGet")
+        return int(checked(self.driver.cuDeviceGetAttribute(attr, device), f"cuDeviceGetAttribute {name}"))
 
     @property
     def arch(self) -> str:
@@ -52,19 +52,19 @@ class Device:
 
     def alloc(self, nbytes: int, fill: np.ndarray | None = None) -> int:
         """Device memory of ``nbytes`` (zeroed, or ``fill``'s bytes, repeated); freed by :meth:`free_all`."""
-        ptr = _check(self.driver.cuMemAlloc(nbytes), "cuMemAlloc")
+        ptr = checked(self.driver.cuMemAlloc(nbytes), "cuMemAlloc")
         self._buffers[int(ptr)] = ptr
         if fill is None:
-            _check(self.driver.cuMemsetD8(ptr, 0, nbytes), "cuMemsetD8")
+            checked(self.driver.cuMemsetD8(ptr, 0, nbytes), "cuMemsetD8")
         else:
             data = np.resize(np.ascontiguousarray(fill).view(np.uint8), nbytes)
-            _check(self.driver.cuMemcpyHtoD(ptr, data, nbytes), "cuMemcpyHtoD")
+            checked(self.driver.cuMemcpyHtoD(ptr, data, nbytes), "cuMemcpyHtoD")
         return int(ptr)
 
     def read(self, ptr: int, nbytes: int) -> np.ndarray:
         """``nbytes`` at ``ptr`` as uint64 words."""
         host = np.zeros(nbytes // 8, dtype=np.uint64)
-        _check(self.driver.cuMemcpyDtoH(host, self._buffers[ptr], nbytes), "cuMemcpyDtoH")
+        checked(self.driver.cuMemcpyDtoH(host, self._buffers[ptr], nbytes), "cuMemcpyDtoH")
         return host
 
     def free_all(self) -> None:
@@ -75,26 +75,26 @@ class Device:
 
     def load(self, cubin: bytes) -> tuple[Any, dict[str, int]]:
         """The module of a cubin and its ``gpusim_*`` u32 constants."""
-        return _check(self.driver.cuModuleLoadData(cubin), "cuModuleLoadData"), read_u32_symbols(cubin)
+        return checked(self.driver.cuModuleLoadData(cubin), "cuModuleLoadData"), read_u32_symbols(cubin)
 
     def launch_timed(
         self, module: Any, kernel: str, grid: int, threads: int, smem: int, args: list[Any]
     ) -> float:
         """Launch ``kernel`` once and return its time in ms (CUDA events around the launch)."""
-        function = _check(
+        function = checked(
             self.driver.cuModuleGetFunction(module, kernel.encode()), f"cuModuleGetFunction {kernel}"
         )
         attr = self.driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        _check(self.driver.cuFuncSetAttribute(function, attr, smem), "cuFuncSetAttribute")
+        checked(self.driver.cuFuncSetAttribute(function, attr, smem), "cuFuncSetAttribute")
         params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
-        start = _check(self.driver.cuEventCreate(0), "cuEventCreate")
-        stop = _check(self.driver.cuEventCreate(0), "cuEventCreate")
-        _check(self.driver.cuEventRecord(start, 0), "cuEventRecord")
-        _check(self.driver.cuLaunchKernel(function, grid, 1, 1, threads, 1, 1, smem, 0, ctypes.addressof(params), 0),
+        start = checked(self.driver.cuEventCreate(0), "cuEventCreate")
+        stop = checked(self.driver.cuEventCreate(0), "cuEventCreate")
+        checked(self.driver.cuEventRecord(start, 0), "cuEventRecord")
+        checked(self.driver.cuLaunchKernel(function, grid, 1, 1, threads, 1, 1, smem, 0, ctypes.addressof(params), 0),
                f"cuLaunchKernel {kernel}")  # fmt: skip
-        _check(self.driver.cuEventRecord(stop, 0), "cuEventRecord")
-        _check(self.driver.cuEventSynchronize(stop), f"{kernel}: cuEventSynchronize")
-        ms = float(_check(self.driver.cuEventElapsedTime(start, stop), "cuEventElapsedTime"))
+        checked(self.driver.cuEventRecord(stop, 0), "cuEventRecord")
+        checked(self.driver.cuEventSynchronize(stop), f"{kernel}: cuEventSynchronize")
+        ms = float(checked(self.driver.cuEventElapsedTime(start, stop), "cuEventElapsedTime"))
         self.driver.cuEventDestroy(start)
         self.driver.cuEventDestroy(stop)
         return ms
@@ -111,13 +111,13 @@ class Device:
 @contextlib.contextmanager
 def open_device() -> Iterator[Device]:
     """GPU 0 (a one-line InputError without cuda-python, a driver or a GPU)."""
-    with _context() as (driver, sm, name):
+    with device_context() as (driver, sm, name):
         dev = Device(driver, sm, name)
         dev.sms = dev.attribute("MULTIPROCESSOR_COUNT")
         dev.smem_per_sm = dev.attribute("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR")
         dev.smem_per_block_optin = dev.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
         dev.clock_mhz = dev.attribute("CLOCK_RATE") / 1000.0
-        version = int(_check(driver.cuDriverGetVersion(), "cuDriverGetVersion"))
+        version = int(checked(driver.cuDriverGetVersion(), "cuDriverGetVersion"))
         dev.cuda_driver = f"{version // 1000}.{version % 1000 // 10}"
         try:
             yield dev
