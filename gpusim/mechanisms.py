@@ -35,7 +35,8 @@ MECHANISMS: dict[str, str] = {
 DEFAULT_ON: frozenset[str] = frozenset({"shared_tensor", "pipe_coupling"})
 """Mechanisms on by default: the shared tensor core (the hardware's behaviour; the calibrated overlays
 are fitted with it) and pipe coupling (a no-op at the datasheet overlap of 1; an overlay fitted with it sets
-the overlap). The power model is off: it is not proven better on held-out rows (docs/power.md)."""
+the overlap). The power model is off: it is not proven better on held-out rows everywhere (docs/power.md);
+an overlay fitted with it (h800's) turns it on for that arch's calibrated predictions."""
 
 
 def parse_model(text: str | None, base: frozenset[str] = DEFAULT_ON) -> frozenset[str]:
