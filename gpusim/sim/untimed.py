@@ -991,18 +991,8 @@ def _names_read(sched: Schedule, relevant: set[int]) -> set[str]:
         for stmt, _ in walk(role.program):
             if id(stmt) not in relevant:
                 continue
-            if stmt.guard is not None:
-                names |= stmt.guard.names
-            for value in stmt.args.values():
-                items = (
-                    value
-                    if isinstance(value, tuple)
-                    else value.values()
-                    if isinstance(value, dict)
-                    else [value]
-                )
-                for item in items:
-                    names |= getattr(item, "names", frozenset())
+            for expr in _exprs_of(stmt):
+                names |= expr.names
     return names
 
 
