@@ -254,3 +254,21 @@ def test_word_valued_symbols_refuse_values_outside_their_choices() -> None:
     with pytest.raises(InputError, match=r"layout one of contiguous, masked; did you mean 'masked'"):
         gpusim.predict("gemm_fp8_deepgemm", "h800", attribute=False, layout="mask")
     assert gpusim.predict("stream", "h100", attribute=False, op="triad", bytes=1 << 20).time_us > 0
+
+
+def test_raster_may_be_an_expression_giving_one_of_the_orders(tmp_path: Path) -> None:
+    """``raster:`` takes the four words or an expression giving one; anything else names the field."""
+    words = "scheduler: {kind: static_persistent, raster: along_m, swizzle: 8}"
+    as_expr = _variant(tmp_path, words, words.replace("along_m", "\"'along_n' if BM > 64 else 'along_m'\""))
+    along_n = _variant(tmp_path, words, words.replace("along_m", "along_n"), name="along_n.yaml")
+    got = gpusim.predict(as_expr, "h100", attribute=False, M=2048, N=4096, K=1024)
+    want = gpusim.predict(along_n, "h100", attribute=False, M=2048, N=4096, K=1024)
+    assert got.time_us == want.time_us
+    typo = _variant(tmp_path, words, words.replace("along_m", "alnog_m"), name="typo.yaml")
+    with pytest.raises(
+        InputError, match=r"launch.scheduler.raster: expected one of along_m.*did you mean 'along_m'"
+    ):
+        gpusim.predict(typo, "h100", attribute=False)
+    wrong = _variant(tmp_path, words, words.replace("along_m", "\"'diagonal'\""), name="wrong.yaml")
+    with pytest.raises(InputError, match=r"launch.scheduler.raster: .*got diagonal"):
+        gpusim.predict(wrong, "h100", attribute=False)

@@ -168,6 +168,20 @@ def _num(raw: Any, env: dict[str, Any], where: str, minimum: int) -> int:
     return _int(_eval(raw, env, where), where, minimum)
 
 
+RASTERS = ("along_m", "along_n", "heuristic", "as_listed")
+
+
+def _raster(raw: str, env: dict[str, Any], where: str) -> str:
+    """The raster order: one of RASTERS as written, or an expression that gives one."""
+    bare_word = raw.isidentifier() and raw not in env
+    value = raw if raw in RASTERS or bare_word else _eval(raw, env, where)
+    if value not in RASTERS:
+        close = difflib.get_close_matches(str(value), RASTERS, n=1, cutoff=0.0)
+        raise InputError(f"{where}: expected one of {', '.join(RASTERS)} (or an expression giving one), got "
+                         f"{quote(str(value), 60)}; did you mean '{close[0]}'?")  # fmt: skip
+    return str(value)
+
+
 def _check_choice(spec: ScheduleSpec, key: str, value: Any) -> None:
     """Refuse a word-valued symbol's value outside its declared ``choices``, naming the closest."""
     words = spec.choices[key]
@@ -400,7 +414,7 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
         ctas_pinned=pinned,
         persistent=ls.persistent,
         scheduler=sch.kind,
-        raster=sch.raster,
+        raster=_raster(sch.raster, env, f"{src}: launch.scheduler.raster"),
         swizzle=_num(sch.swizzle, env, f"{src}: launch.scheduler.swizzle", 1),
         splits=splits,
         parts=parts,

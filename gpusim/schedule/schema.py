@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictStr, field_validator
 
 from gpusim.schedule.fields import ExprLike, RawCount, RawSize, StrictModel
 from gpusim.schedule.program import InstrClass, Program
@@ -23,8 +23,10 @@ class SchedulerSpec(_Model):
     """grid: one CTA per unit; static_persistent: slot s takes units s, s+S, ...; split_k: K split in
     ``splits`` parts (a grid dimension ``split`` is added); stream_k: K iterations spread evenly over
     the persistent CTAs; splitkv_balanced: FlashMLA-style KV split across ``parts``."""
-    raster: Literal["along_m", "along_n", "heuristic", "as_listed"] = "as_listed"
-    """Order of the first two grid dimensions: along_m walks M fastest."""
+    raster: Literal["along_m", "along_n", "heuristic", "as_listed"] | StrictStr = "as_listed"
+    """Order of the first two grid dimensions: along_m sweeps M in bands of ``swizzle`` n-clusters
+    (inside a band the clusters of one m come together), along_n the transpose; or an expression
+    giving one of the four words (DeepGEMM bands along N or M by the operand it multicasts)."""
     swizzle: RawCount = 1
     """Tiles per swizzle group along the slow dimension (CUTLASS max_swizzle_size, Triton GROUP_M)."""
     splits: RawCount = 1
