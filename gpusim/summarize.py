@@ -88,6 +88,9 @@ def summarize(
     for pipe in UTILIZATION_PIPES:
         busy = sum(sm.pipe_busy_ns(pipe) * sm.weight for sm in run.sms)
         util[pipe] = busy / (sms_total * kernel_ns)
+    coupled = sum(getattr(sm.servers.get("tensor"), "coupled_ns", 0.0) * sm.weight for sm in run.sms)
+    if coupled > 0:  # the pipe_coupling mechanism at an overlap below 1
+        util["tensor_coupled"] = coupled / (sms_total * kernel_ns)
     tma_busy = sum(sm.ingress.busy_ns * sm.weight for sm in run.sms if sm.ingress is not None)
     util["tma"] = tma_busy / (sms_total * kernel_ns)
     net = run.net

@@ -75,3 +75,16 @@ def test_less_overlap_is_never_faster(a: float, b: float) -> None:
     assert _time("attn_fa3_fwd", _arch(lo), **problem) >= _time("attn_fa3_fwd", _arch(hi), **problem) * (
         1 - 1e-9
     )
+
+
+def test_held_tensor_time_is_reported_apart_from_mma_work() -> None:
+    """The tensor-core time CUDA-core work holds is its own utilization entry, only when the coupling
+    holds anything; the MMA utilization does not include it."""
+    free = gpusim.predict("attn_fa3_fwd", _arch(1.0), attribute=False, **FA3)
+    serial = gpusim.predict("attn_fa3_fwd", _arch(0.0), attribute=False, **FA3)
+    assert "tensor_coupled" not in free.utilization
+    held = serial.utilization["tensor_coupled"]
+    assert 0 < held < 1
+    launch_us = _arch(1.0).calibration.launch_overhead_ns / 1000
+    work = free.utilization["tensor"] * (free.time_us - launch_us)  # the same MMA work, in a longer kernel
+    assert serial.utilization["tensor"] * (serial.time_us - launch_us) == pytest.approx(work, rel=1e-3)

@@ -11,6 +11,7 @@ from gpusim.result import Prediction
 
 UNIT_LABELS = {
     "tensor": "tensor core",
+    "tensor_coupled": "tensor core held by CUDA-core work",
     "tma": "load port (TMA, cp.async, ldg)",
     "lsu": "LSU / shared memory",
     "fp32": "CUDA cores (fp32)",
