@@ -10,7 +10,7 @@ never parses text.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -659,3 +659,25 @@ def walk(stmts: tuple[Stmt, ...], loop_vars: tuple[str, ...] = ()) -> Iterator[t
             yield from walk(stmt.body, (*loop_vars, stmt.args.var))
         elif stmt.body:
             yield from walk(stmt.body, loop_vars)
+
+
+def statement_exprs(stmt: Stmt) -> Iterator[Expr]:
+    """The expressions ``stmt`` itself reads: its guard and each expression among its arguments."""
+    if stmt.guard is not None:
+        yield stmt.guard
+    for value in stmt.args.values():
+        items = value if isinstance(value, tuple) else value.values() if isinstance(value, dict) else [value]
+        for item in items:
+            if hasattr(item, "names"):
+                yield item
+
+
+def names_read(programs: Iterable[tuple[Stmt, ...]], keep: Callable[[Stmt], bool] | None = None) -> set[str]:
+    """Every name the statements of ``programs`` read (only those ``keep`` accepts, when given)."""
+    names: set[str] = set()
+    for program in programs:
+        for stmt, _ in walk(program):
+            if keep is None or keep(stmt):
+                for expr in statement_exprs(stmt):
+                    names |= expr.names
+    return names

@@ -19,7 +19,7 @@ from typing import Any, overload
 from gpusim.arch import Arch
 from gpusim.errors import GpusimError, InputError
 from gpusim.schedule.ir import Schedule
-from gpusim.schedule.program import walk
+from gpusim.schedule.program import names_read
 from gpusim.sim.unitfields import Coords, UnitModel
 
 Unit = dict[str, Any]
@@ -215,25 +215,6 @@ class WorkPlan:
         return [unit(*base) for base in self.wave_bases(w)]
 
 
-def _program_names(sched: Schedule) -> set[str]:
-    names: set[str] = set()
-    for role in sched.roles.values():
-        for stmt, _ in walk(role.program):
-            if stmt.guard is not None:
-                names |= stmt.guard.names
-            for value in stmt.args.values():
-                items = (
-                    value
-                    if isinstance(value, tuple)
-                    else value.values()
-                    if isinstance(value, dict)
-                    else [value]
-                )
-                for item in items:
-                    names |= getattr(item, "names", frozenset())
-    return names
-
-
 @dataclass(frozen=True)
 class KvSegment:
     """One part's share of one request's KV blocks (FlashMLA ``get_mla_metadata``)."""
@@ -424,7 +405,9 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
                  num_groups: int, num_units: int, group_identical: bool) -> tuple[SmGroup, ...]:  # fmt: skip
     """SM groups whose slots read the same values of every unit name the programs read, in order."""
     launch = sched.launch
-    sig_keys = sorted(model.keys & _program_names(sched)) if num_units else []
+    sig_keys = (
+        sorted(model.keys & names_read(role.program for role in sched.roles.values())) if num_units else []
+    )
     # Only what the programs read can make two slots behave differently (operand keys matter through the
     # per-wave L2 miss fractions, which every slot of a wave shares).
     getters = [model.name_getter(k) for k in sig_keys]

@@ -34,14 +34,14 @@ of a kernel of any size is thus found after a few units per distinct slot.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.errors import DeadlockError
 from gpusim.schedule.ir import Schedule
-from gpusim.schedule.program import Stmt, walk
+from gpusim.schedule.program import Stmt, names_read, statement_exprs, walk
 from gpusim.sim.scheduler import ClusterUnit, WorkPlan
 
 MAX_STEPS = 400_000
@@ -80,7 +80,9 @@ class _Game:
             role.name: tuple(sorted({s.args.var for s, _ in walk(role.program) if s.op == "for"}))
             for role in sched.roles.values()
         }
-        self.jumps = "tile" not in _names_read(sched, self.relevant)
+        self.jumps = "tile" not in names_read(
+            (r.program for r in sched.roles.values()), lambda st: id(st) in self.relevant
+        )
         """Whole periods may be jumped only when no expression reads the tile ordinal (guards, ``at:``)."""
         self.turnstiles_used = {
             role.name: {s.args.name for s, _ in walk(role.program) if s.op == "turn"}
@@ -869,7 +871,7 @@ class _Classes:
         for role in sched.roles.values():
             for stmt, _ in walk(role.program):
                 if id(stmt) in relevant:
-                    for expr in _exprs_of(stmt):
+                    for expr in statement_exprs(stmt):
                         self.exprs.append((expr, tuple(range(role.replicas))))
         self.fields: tuple[str, ...] | None = None
         self.values: list[tuple[Any, tuple[int, ...]]] = []
@@ -972,28 +974,6 @@ def _conjuncts(text: str) -> list[Any]:
             return []
         out.extend(_conjuncts(segment) or [Expr(segment)])
     return out
-
-
-def _exprs_of(stmt: Stmt) -> Iterator[Any]:
-    if stmt.guard is not None:
-        yield stmt.guard
-    for value in stmt.args.values():
-        items = value if isinstance(value, tuple) else value.values() if isinstance(value, dict) else [value]
-        for item in items:
-            if hasattr(item, "names"):
-                yield item
-
-
-def _names_read(sched: Schedule, relevant: set[int]) -> set[str]:
-    """The names that the replayed statements read (their guards and arguments)."""
-    names: set[str] = set()
-    for role in sched.roles.values():
-        for stmt, _ in walk(role.program):
-            if id(stmt) not in relevant:
-                continue
-            for expr in _exprs_of(stmt):
-                names |= expr.names
-    return names
 
 
 def _runs_of(classes: list[int]) -> tuple:
