@@ -613,13 +613,13 @@ def measure_cmd(
     """Time a standard set on the local NVIDIA GPU (torch.mm GEMMs, SDPA attention, a copy kernel), or
     with --micro the engine-fidelity microbenchmarks (wgmma, mma.sync, tensor clock, L2)."""
     if micro:
+        from gpusim.calibrate.micro.catalog import check_request, variants_for
         from gpusim.calibrate.micro.run import run_micro
 
         if quick:
             raise InputError("--quick applies to the standard set; with --micro use --only")
+        check_request(target, only)
         if list_only:
-            from gpusim.calibrate.micro.catalog import variants_for
-
             chosen = variants_for(target or "sm_90a", only)
             if not chosen:
                 raise InputError(

@@ -293,6 +293,29 @@ def cases(workdir: Path) -> list[tuple[str, list[str]]]:
         "calibrate dry and out",
         ["calibrate", f["missing"], "--arch", "v100", "--dry-run", "--out", "/dev/full"],
     )
+    small_stream = ["--set", "bytes=1048576"]
+    for word in ["trid", "", "COPY", "copy;rm", "x" * 300, "1", "'triad'", "\x00", "[copy]"]:
+        add(f"stream op {word[:20]!r}", ["predict", "stream", "--arch", "h100", *small_stream, "--set", f"op={word}",
+                                         "--json"])  # fmt: skip
+        add(f"deepgemm layout {word[:20]!r}", ["predict", "gemm_fp8_deepgemm", "--arch", "h800", "--set", "M=256",
+                                               "--set", "N=256", "--set", "K=256", "--set", f"layout={word}"])  # fmt: skip
+        add(f"deepgemm A_MAJOR {word[:20]!r}", ["predict", "gemm_fp8_deepgemm", "--arch", "h800", "--set", "M=256",
+                                                "--set", "N=256", "--set", "K=256", "--set", f"A_MAJOR={word}",
+                                                "--json"])  # fmt: skip
+        add(f"deepgemm RASTER {word[:20]!r}", ["predict", "gemm_fp8_deepgemm", "--arch", "h800", "--set", "M=256",
+                                               "--set", "N=256", "--set", "K=256", "--set", f"RASTER={word}"])  # fmt: skip
+    for value in HOSTILE_VALUES[::3]:
+        add(f"stream_l2 bytes {value[:20]!r}", ["predict", "stream_l2", "--arch", "h100", "--set",
+                                                f"bytes={value}", "--json"])  # fmt: skip
+        add(f"stream_l2 BLOCKS {value[:20]!r}", ["predict", "stream_l2", "--arch", "h100", "--set",
+                                                 f"BLOCKS={value}", "--json"])  # fmt: skip
+        add(f"measure only {value[:20]!r}", ["measure", "--micro", "--list", "--only", value])
+        add(f"measure target {value[:20]!r}", ["measure", "--micro", "--list", "--target", value])
+    for extra in [["--only", "wgmma,,zz"], ["--only", "nope"], ["--target", "sm_90a", "--list"], ["--list"],
+                  ["--build-dir", "/dev/full/x", "--list"], ["--out", "/proc/x.csv"], ["--only", "wgmma"],
+                  ["--quick", "--micro", "--list"], ["--target", "sm_999", "--list"]]:  # fmt: skip
+        add(f"measure micro {extra}", ["measure", "--micro", *extra])
+    add("measure list without micro", ["measure", "--list"])
     return out
 
 

@@ -3,6 +3,7 @@ the rows, the constants a microbenchmark CSV identifies and how gpusim calibrate
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ from gpusim.calibrate.report import micro_text
 from gpusim.calibrate.validate import precheck
 from gpusim.compiler.catalog import kernels_dir
 from gpusim.compiler.toolchain import toolchain_available
+from gpusim.errors import InputError
 
 BY_NAME = {v.name: v for v in VARIANTS}
 ENV = {"gpu": "synthetic test GPU", "sms": 132, "date": "2026-01-01T00:00:00Z", "command": "test"}
@@ -233,7 +235,14 @@ def test_measure_micro_without_gpu_builds_then_exits_2(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["measure", "--only", "wgmma"], "need --micro"),
-        (["measure", "--micro", "--list", "--only", "nothing_like_this"], "no microbenchmark variant"),
+        (
+            ["measure", "--micro", "--list", "--only", "nothing_like_this"],
+            "no experiment or variant name matches",
+        ),
+        (
+            ["measure", "--micro", "--list", "--only", "wgmma", "--target", "sm_80"],
+            "no microbenchmark variant",
+        ),
         (["measure", "--micro", "--quick"], "--quick applies to the standard set"),
         (["measure", "--micro", "--out", "x.txt"], ".csv"),
     ],
@@ -251,3 +260,34 @@ def test_measure_micro_list_needs_no_toolchain() -> None:
     assert proc.returncode == 0, proc.stderr
     names = [line.split()[0] for line in proc.stdout.splitlines()]
     assert names == [v.name for v in variants_for("sm_80")]
+
+
+@pytest.mark.parametrize(
+    ("target", "only", "expected"),
+    [
+        ("sm_999", None, "--target sm_999: expected an SM target"),
+        ("sm_70", None, "sm_80 to sm_121"),
+        ("90a", None, "expected an SM target"),
+        (None, "nope", "--only nope: no experiment or variant name matches"),
+        (None, "wgmma,,zz", "--only zz"),
+    ],
+)
+def test_bad_micro_requests_are_refused_before_any_build(
+    target: str | None, only: str | None, expected: str
+) -> None:
+    from gpusim.calibrate.micro.catalog import check_request
+
+    with pytest.raises(InputError, match=re.escape(expected)):
+        check_request(target, only)
+
+
+def test_good_micro_requests_pass() -> None:
+    from gpusim.calibrate.micro.catalog import check_request
+
+    for target, only in [
+        ("sm_90a", "wgmma"),
+        ("sm_80", "mma_sync,l2"),
+        ("sm_100a", None),
+        (None, "wgmma_ss_n64"),
+    ]:
+        check_request(target, only)

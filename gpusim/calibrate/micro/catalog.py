@@ -7,9 +7,12 @@ the kernel symbol, the threads per CTA, the runtime arguments and the gap of
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, field
 
 from gpusim.calibrate.micro.gen_wgmma import WGMMA_N
+from gpusim.errors import InputError, quote
 
 TARGET_CYCLES = 3_000_000
 """Cycles each timed kernel aims at (~1.7 ms at 1.8 GHz): long against launch and timer granularity,
@@ -200,3 +203,25 @@ def variants_for(sm: str, only: str | None = None) -> list[Variant]:
     if wgmma:  # on Hopper the clock is measured under wgmma load; mma.sync is the fallback elsewhere
         chosen = [v for v in chosen if not v.name.startswith("tensor_clock_mma_sync")]
     return chosen
+
+
+TARGET_PATTERN = re.compile(r"sm_(\d{2,3})a?")
+"""An SM target as nvcc spells it (``sm_90a``)."""
+MIN_SM = 80
+"""The oldest SM the microbenchmarks build for (bf16 mma.sync)."""
+
+
+def check_request(target: str | None, only: str | None) -> None:
+    """Refuse an unknown ``--target`` or an ``--only`` word no experiment or variant matches, before any
+    build: the target must be ``sm_NN`` or ``sm_NNa`` at sm_80 or newer."""
+    if target is not None:
+        match = TARGET_PATTERN.fullmatch(target)
+        if not match or not MIN_SM <= int(match.group(1)) <= 121:
+            raise InputError(f"--target {quote(target, 40)}: expected an SM target such as sm_80, sm_90a or "
+                             f"sm_100a (sm_{MIN_SM} to sm_121)")  # fmt: skip
+    experiments = sorted({v.experiment for v in VARIANTS})
+    for word in (w.strip() for w in (only or "").split(",")):
+        if word and word not in experiments and not any(word in v.name for v in VARIANTS):
+            close = difflib.get_close_matches(word, experiments, n=1, cutoff=0.0)
+            raise InputError(f"--only {quote(word, 40)}: no experiment or variant name matches; experiments: "
+                             f"{', '.join(experiments)}" + (f"; did you mean '{close[0]}'?" if close else ""))  # fmt: skip
