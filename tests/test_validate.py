@@ -157,3 +157,25 @@ def test_parallel_validate_equals_serial(tmp_path: Path) -> None:
     assert {k: v for k, v in p_summary.items() if k not in drop} == {
         k: v for k, v in s_summary.items() if k not in drop
     }
+
+
+def test_accuracy_report_ranks_the_ablations_from_the_same_predictions(tmp_path: Path) -> None:
+    """Rows of a file with an ``ablation`` column are scored pairwise in the accuracy report, from the
+    predictions validate made (a 4 MiB copy is faster than a 64 MiB one, so that pair is right)."""
+    from gpusim.calibrate.accuracy import accuracy_markdown
+
+    def row(nbytes: int, us: float, group: str) -> str:
+        fields = {**STREAM, "value": us, "params": f"op=copy;bytes={nbytes}"}
+        return _row(**fields) + f",{group}"
+
+    lines = [row(4 << 20, 5.0, "copy_sizes"), row(64 << 20, 50.0, "copy_sizes"), row(8 << 20, 9.0, "")]
+    path = _write(tmp_path, "abl.csv", lines, header=HEADER + ",ablation")
+    results, summary = run_validate([path], costs="datasheet", jobs=1)
+    text = accuracy_markdown(results, summary, [str(path)])
+    assert "## Rankings against measured ablations" in text
+    assert "1 of 1 pairs ordered as measured (0 predicted ties" in text
+    assert "| copy_sizes | h100 | 1/1 | 0 | 100.0% |" in text
+    swapped = [row(4 << 20, 50.0, "copy_sizes"), row(64 << 20, 5.0, "copy_sizes")]
+    path = _write(tmp_path, "abl2.csv", swapped, header=HEADER + ",ablation")
+    results, summary = run_validate([path], costs="datasheet", jobs=1)
+    assert "0 of 1 pairs ordered as measured" in accuracy_markdown(results, summary, [str(path)])

@@ -92,8 +92,34 @@ def accuracy_markdown(results: list[Any], summary: dict[str, Any], files: list[s
     lines.append(
         f"| all | {o['n']} | {_f(o['median_abs_pct'])} | {_f(o['p90_abs_pct'])} | {_f(o['bias_pct'])} |"
     )
+    lines += _rankings(results)
     lines += ["", "## Skipped rows by reason", "", "| arch | rows | reason |", "|---|---:|---|"]
     for g in summary["by_arch_family"]:
         for reason, n in g["skip_reasons"].items():
             lines.append(f"| {g['arch']} | {n} | {reason.replace('|', '/')} |")
     return "\n".join(lines) + "\n"
+
+
+def _rankings(results: list[Any]) -> list[str]:
+    """Pairwise order against the measured ablations among the rows (files with an ``ablation`` column),
+    from these same predictions; ``gpusim rank-check`` gives the per-pair detail."""
+    from gpusim.explore.rankcheck import TIE_FRACTION, score_predicted
+    from gpusim.explore.rankcheck import summary as rank_summary
+
+    groups = score_predicted([(r.m, r.measured_time_us, r.predicted_time_us) for r in results])
+    if not groups:
+        return []
+    total = rank_summary(groups)
+    shares = "" if total["mean_top_pick_share"] is None else (
+        f"; top-pick share (measured throughput of the predicted fastest over the best measured) mean "
+        f"{total['mean_top_pick_share']:.1%}, min {total['min_top_pick_share']:.1%}")  # fmt: skip
+    lines = ["", "## Rankings against measured ablations", "",
+             f"{total['pairs_right']} of {total['pairs']} pairs ordered as measured ({total['ties']} predicted ties "
+             f"within {TIE_FRACTION:.1%}, counted wrong); {total['groups_all_pairs_right']} of "
+             f"{total['groups_scored']} ablations fully right{shares}. Per pair: `gpusim rank-check` "
+             "([rank_check.md](rank_check.md)).", "",
+             "| ablation | arch | pairs right | ties | top-pick share |", "|---|---|---:|---:|---:|"]  # fmt: skip
+    for g in groups:
+        share = "-" if g.top_pick_share is None else f"{g.top_pick_share:.1%}"
+        lines.append(f"| {g.group} | {g.arch} | {g.agree}/{g.pairs} | {g.ties} | {share} |")
+    return lines

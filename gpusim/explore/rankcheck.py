@@ -187,6 +187,21 @@ def rank_check(paths: Sequence[str | Path], costs: Costs, executor: Executor) ->
     return [_score(g, members) for g, members in groups.items() if len(members) >= 2]
 
 
+def score_predicted(rows: Sequence[tuple[Measurement, float | None, float | None]]) -> list[AblationResult]:
+    """Score the ablation groups (files with an ``ablation`` column) among rows already predicted
+    elsewhere (``gpusim validate``): each row as (measurement, measured us, predicted us)."""
+    named: dict[str, dict[int, str]] = {}
+    groups: dict[str, list[AblationRow]] = {}
+    for m, measured_us, predicted_us in rows:
+        if m.file not in named:
+            path = Path(m.file)
+            named[m.file] = _groups_column(path) if path.is_file() else {}
+        group = named[m.file].get(m.line)
+        if group:
+            groups.setdefault(group, []).append(AblationRow(m, group, measured_us, predicted_us))
+    return [_score(g, members) for g, members in groups.items() if len(members) >= 2]
+
+
 def summary(results: Sequence[AblationResult]) -> dict[str, Any]:
     """Totals over the groups: pairs right, ties, groups fully right, top-pick shares."""
     shares = [r.top_pick_share for r in results if r.top_pick_share is not None]
