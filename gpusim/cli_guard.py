@@ -168,6 +168,14 @@ def write_json(data: Any) -> None:
     sys.stdout.write(strict_json(data) + "\n")
 
 
+def _probe_create(target: Path) -> None:
+    """Create ``target`` and remove it again, so a directory that cannot hold new files (procfs, a
+    read-only mount) is refused before the work; OSError goes to the caller's message."""
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.close(fd)
+    target.unlink()
+
+
 def check_output_path(path: str | None, option: str, suffixes: Iterable[str]) -> Path | None:
     """Refuse, before any work starts, an output path that cannot be written as asked: a missing or
     read-only directory, a directory in place of a file, or a suffix other than ``suffixes``."""
@@ -201,6 +209,12 @@ def check_output_path(path: str | None, option: str, suffixes: Iterable[str]) ->
             raise InputError(f"{option} '{shown}': directory '{quote(parent)}' is not writable")
         if target.exists() and not os.access(target, os.W_OK):
             raise InputError(f"{option} '{shown}': the file exists and is not writable")
+        if not target.exists():
+            try:
+                _probe_create(target)  # access() says yes to root on a read-only or pseudo file system
+            except OSError as exc:
+                raise InputError(f"{option} '{shown}': cannot create a file in '{quote(parent)}' "
+                                 f"({exc.strerror or type(exc).__name__})") from None  # fmt: skip
     except OSError as exc:  # a name too long, a loop of symlinks
         raise InputError(f"{option} '{shown}': {exc.strerror or type(exc).__name__}") from None
     return target

@@ -6,12 +6,13 @@ from __future__ import annotations
 import importlib
 import pickle
 import pkgutil
+from pathlib import Path
 
 import pytest
 import simpy
 
 import gpusim
-from gpusim.errors import GpusimError, UnknownNameError
+from gpusim.errors import GpusimError, InputError, UnknownNameError
 
 
 def _all_subclasses(cls: type) -> list[type]:
@@ -55,3 +56,15 @@ def test_unknown_name_raised_inside_a_simpy_process_reaches_the_caller() -> None
 def test_unknown_name_quotes_a_bounded_name() -> None:
     message = str(UnknownNameError("arch", "h1\n0" + "x" * 100_000, ["h100"]))
     assert "\n" not in message and len(message) < 400
+
+
+def test_output_path_that_cannot_hold_a_new_file_is_refused_before_work(tmp_path: Path) -> None:
+    """access() says yes to root everywhere; a created-and-removed probe file tells a directory that
+    cannot hold new files (procfs) before the command works, and leaves nothing behind."""
+    from gpusim.cli_guard import check_output_path
+
+    with pytest.raises(InputError, match=r"--out '/proc/x.csv': cannot create a file in '/proc'"):
+        check_output_path("/proc/x.csv", "--out", (".csv",))
+    ok = tmp_path / "r.csv"
+    assert check_output_path(str(ok), "--out", (".csv",)) == ok
+    assert not ok.exists()

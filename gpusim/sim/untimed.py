@@ -863,82 +863,108 @@ def _distinct_runs(sched: Schedule, plan: WorkPlan) -> list[tuple[list[ClusterUn
 class _Classes:
     """Numbers the cluster units by what the replay makes of them: the value, in the unit, of every
     replayed expression that reads only the unit's fields and constants (a guard ``m == last`` is one
-    value for all but one unit), and the fields themselves that the other expressions read."""
+    value for all but one unit), and the fields themselves that the other expressions read.
+
+    Each value is memoised on the unit fields it reads (a guard that is a conjunction, on each
+    conjunct's), so a unit costs a few dictionary lookups, not an evaluation per expression."""
 
     def __init__(self, sched: Schedule, relevant: set[int]) -> None:
         self.env = dict(sched.env)
-        self.exprs: list[tuple[Any, tuple[int, ...]]] = []
+        self.exprs: list[tuple[Any, tuple[int, ...], bool]] = []
         for role in sched.roles.values():
             for stmt, _ in walk(role.program):
                 if id(stmt) in relevant:
                     for expr in statement_exprs(stmt):
-                        self.exprs.append((expr, tuple(range(role.replicas))))
+                        self.exprs.append((expr, tuple(range(role.replicas)), expr is stmt.guard))
         self.fields: tuple[str, ...] | None = None
-        self.values: list[tuple[Any, tuple[int, ...]]] = []
-        self.raw: set[str] = set()
-        self.gated: list[tuple[Any, frozenset[str], tuple[int, ...]]] = []
+        self.values: list[tuple[list[_Cached], tuple[int, ...]]] = []
+        """Unit-only values: all conjuncts (a guard) or the one expression, for each replica."""
+        self.raw_names: tuple[str, ...] = ()
+        self.gated: list[tuple[list[_Cached], tuple[str, ...], tuple[int, ...]]] = []
         """(unit-only conjuncts, the unit fields the other conjuncts read): those fields count only
         in units where the conjuncts hold."""
-        self.memo: dict[tuple, Any] = {}
         self.numbers: dict[tuple, int] = {}
-        self.sorted_names: dict[Any, tuple[str, ...]] = {}
 
     def _split(self, unit: dict[str, Any]) -> None:
         self.fields = tuple(sorted(unit))
         known = set(unit) | set(self.env) | {"r", "cta_rank"}
         fields = set(unit)
-        for expr, replicas in self.exprs:
+        raw: set[str] = set()
+        shared: dict[str, _Cached] = {}
+        seen: set[tuple] = set()
+
+        def cached(parts: list[Any]) -> list[_Cached]:
+            return [shared.setdefault(p.text, _Cached(p, fields)) for p in parts]
+
+        def add_value(parts: list[_Cached], replicas: tuple[int, ...]) -> None:
+            if not any(p.reads_replica for p in parts):
+                replicas = (0,)  # the same value for every replica
+            key = (tuple(p.expr.text for p in parts), replicas)
+            if key not in seen:  # an expression written on several statements is one value
+                seen.add(key)
+                self.values.append((parts, replicas))
+
+        for expr, replicas, is_guard in self.exprs:
             if not expr.names & fields:
                 continue  # the same in every unit
+            conjuncts = _conjuncts(expr.text) if is_guard or not expr.names <= known else []
             if expr.names <= known:
-                self.values.append((expr, replicas))
+                add_value(cached(conjuncts if is_guard and conjuncts else [expr]), replicas)
                 continue
             # ``unit-only and loop-dependent``: one value where a unit-only conjunct is false
-            conjuncts = _conjuncts(expr.text)
             fixed = [c for c in conjuncts if c.names <= known]
             rest = [c for c in conjuncts if not c.names <= known]
             if fixed:
-                self.values.append((_AllTrue(fixed), replicas))
-                self.gated.append(
-                    (_AllTrue(fixed), frozenset().union(*(c.names for c in rest)) & set(unit), replicas)
-                )
+                gate = cached(fixed)
+                add_value(gate, replicas)
+                reads = tuple(sorted(frozenset().union(*(c.names for c in rest)) & fields))
+                self.gated.append((gate, reads, replicas))
             else:
-                self.raw |= expr.names & set(unit)
-        self.raw_names = tuple(sorted(self.raw))
+                raw |= expr.names & fields
+        self.raw_names = tuple(sorted(raw))
 
-    def _value(self, expr: Any, local: dict[str, Any]) -> Any:
-        names = self.sorted_names.get(expr)
-        if names is None:
-            names = self.sorted_names[expr] = tuple(sorted(expr.names))
-        key = (expr, *map(local.get, names))
-        value = self.memo.get(key, _MISSING)
-        if value is _MISSING:
-            try:
-                value = expr(local)
-            except Exception:  # the simulation reports it with its path; here it is one more class
-                value = ("error", key[1:])
-            self.memo[key] = value
-        return value
+    def _holds(self, parts: list[_Cached], unit: dict[str, Any], r: int) -> Any:
+        if len(parts) == 1:
+            return parts[0].value(self.env, unit, r)
+        return all(bool(p.value(self.env, unit, r)) for p in parts)
 
     def __call__(self, cu: ClusterUnit) -> int:
         if self.fields is None:
             self._split(cu[0])
         parts = []
         for unit in cu:
-            local = {**self.env, **unit}
             row = [unit.get(n) for n in self.raw_names]
-            for expr, replicas in self.values:
+            for conjuncts, replicas in self.values:
                 for r in replicas:
-                    local["r"] = r
-                    row.append(self._value(expr, local))
+                    row.append(self._holds(conjuncts, unit, r))
             for gate, names, replicas in self.gated:
                 for r in replicas:
-                    local["r"] = r
-                    if self._value(gate, local) is True:
-                        row.append(tuple(unit.get(n) for n in sorted(names)))
+                    if self._holds(gate, unit, r) is True:
+                        row.append(tuple(unit.get(n) for n in names))
             parts.append(tuple(row))
         key = tuple(parts)
         return self.numbers.setdefault(key, len(self.numbers))
+
+
+class _Cached:
+    """One expression's value in a unit, memoised on the unit fields it reads (and the replica)."""
+
+    def __init__(self, expr: Any, fields: set[str]) -> None:
+        self.expr = expr
+        self.unit_names = tuple(sorted(expr.names & fields))
+        self.reads_replica = "r" in expr.names
+        self.memo: dict[tuple, Any] = {}
+
+    def value(self, env: dict[str, Any], unit: dict[str, Any], r: int) -> Any:
+        key = (r if self.reads_replica else 0, *map(unit.get, self.unit_names))
+        value = self.memo.get(key, _MISSING)
+        if value is _MISSING:
+            try:
+                value = self.expr({**env, **unit, "r": r})
+            except Exception:  # the simulation reports it with its path; here it is one more class
+                value = ("error", key)
+            self.memo[key] = value
+        return value
 
 
 class _AllTrue:
