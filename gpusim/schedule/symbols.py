@@ -4,12 +4,9 @@ misspelt or undeclared name is refused with its statement's path instead of fail
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from gpusim.errors import UnknownNameError
-from gpusim.schedule.expr import Expr
 from gpusim.schedule.ir import Schedule
-from gpusim.schedule.program import Stmt, walk
+from gpusim.schedule.program import statement_exprs, walk
 
 LOADER_SYMBOLS: dict[str, str] = {
     "elem_bytes": "bytes per element of the problem dtype",
@@ -54,17 +51,7 @@ def check_symbols(sched: Schedule) -> None:
         loops = {stmt.args.var for stmt, _ in walk(role.program) if stmt.op == "for"}
         names = known | loops
         for stmt, _ in walk(role.program):
-            for expr in _expressions(stmt):
+            for expr in statement_exprs(stmt):
                 missing = sorted(expr.names - names)
                 if missing:
                     raise UnknownNameError("symbol", missing[0], names, where=f"{stmt.where}: '{expr.text}'")
-
-
-def _expressions(stmt: Stmt) -> Iterator[Expr]:
-    if stmt.guard is not None:
-        yield stmt.guard
-    for value in stmt.args.values():
-        items = value if isinstance(value, tuple) else value.values() if isinstance(value, dict) else [value]
-        for item in items:
-            if hasattr(item, "names"):
-                yield item
