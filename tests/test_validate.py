@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from gpusim.calibrate.convention import measured_time_us
@@ -179,3 +180,32 @@ def test_accuracy_report_ranks_the_ablations_from_the_same_predictions(tmp_path:
     path = _write(tmp_path, "abl2.csv", swapped, header=HEADER + ",ablation")
     results, summary = run_validate([path], costs="datasheet", jobs=1)
     assert "0 of 1 pairs ordered as measured" in accuracy_markdown(results, summary, [str(path)])
+
+
+def test_accuracy_report_lists_each_overlay_with_its_clock_fitted_values_and_bounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The calibration section reads every overlay in effect: a user overlay (here one that still fits the
+    clock, with a parameter at its bound) shows its fitted values, its cross-validated errors and the bound."""
+    from gpusim.calibrate.accuracy import calibration_lines
+
+    overlay = {
+        "arch": "h100",
+        "calibration": {
+            "origin": "calibrated", "sustained_clock_mhz": 1500.0, "tensor_issue_efficiency": 1.0,
+            "provenance": {
+                "fitted": ["sustained_clock_mhz", "tensor_issue_efficiency"], "rows_used": 7,
+                "at_bound": ["tensor_issue_efficiency=1 at its upper bound [0.5, 1]; pushed there by row 3"],
+                "cross_validation": {"method": "5-fold", "gemm": {"n": 7, "median_abs_pct": 4.25, "p90_abs_pct": 9.0}},
+            },
+        },
+    }  # fmt: skip
+    (tmp_path / "h100.yaml").write_text(yaml.safe_dump(overlay))
+    monkeypatch.setenv("GPUSIM_CALIBRATION_DIR", str(tmp_path))
+    rows = [line for line in calibration_lines() if line.startswith("| h100 |")]
+    assert rows == [
+        "| h100 | fitted | sustained_clock_mhz 1500, tensor_issue_efficiency 1 | 7 | gemm 4.2 / 9.0 (7) | "
+        "tensor_issue_efficiency=1 at its upper bound [0.5, 1] |"
+    ]
+    shipped_h800 = next(line for line in calibration_lines() if line.startswith("| h800 |"))
+    assert shipped_h800.startswith("| h800 | power | energy_scale ")

@@ -93,6 +93,8 @@ def accuracy_markdown(results: list[Any], summary: dict[str, Any], files: list[s
         f"| all | {o['n']} | {_f(o['median_abs_pct'])} | {_f(o['p90_abs_pct'])} | {_f(o['bias_pct'])} |"
     )
     lines += _rankings(results)
+    if costs == "calibrated":
+        lines += calibration_lines()
     lines += ["", "## Skipped rows by reason", "", "| arch | rows | reason |", "|---|---:|---|"]
     for g in summary["by_arch_family"]:
         for reason, n in g["skip_reasons"].items():
@@ -123,3 +125,44 @@ def _rankings(results: list[Any]) -> list[str]:
         share = "-" if g.top_pick_share is None else f"{g.top_pick_share:.1%}"
         lines.append(f"| {g.group} | {g.arch} | {g.agree}/{g.pairs} | {g.ties} | {share} |")
     return lines
+
+
+def calibration_lines() -> list[str]:
+    """What each calibration overlay in effect fitted, under which model, what sits at a bound, and its
+    cross-validated errors per family, as ``gpusim calibrate`` recorded them in the overlay."""
+    from gpusim.yamlio import read_yaml_mapping
+
+    lines = ["", "## Calibration overlays: fitted parameters and cross-validated errors", "",
+             "From each overlay's `provenance`, as `gpusim calibrate data/measurements/*.csv --arch ID` wrote it. "
+             "Clock: `power` when the power model sets each kernel's clock (the energy scale is fitted in the "
+             "clock's place), `fitted` for an overlay that still fits the old sustained-clock knob. CV: errors on "
+             "the rows held out of each refit (leave one source out; k-fold by row index when the rows have one "
+             "source), median / p90 abs % (rows). The tables above use every row, fitted or not.", "",
+             "| arch | clock | fitted | rows fitted | CV by family | at a bound |",
+             "|---|---|---|---:|---|---|"]  # fmt: skip
+    for path in overlay_files():
+        block = read_yaml_mapping(path).get("calibration") or {}
+        prov = block.get("provenance") or {}
+        names = list(prov.get("fitted") or [])
+        fitted = ", ".join(f"{name} {_value(block.get(name))}" for name in names) or "-"
+        clock = (
+            "power"
+            if "power" in (prov.get("model") or [])
+            else "fitted"
+            if "sustained_clock_mhz" in names
+            else "datasheet"
+        )
+        cv = prov.get("cross_validation") or {}
+        families = "; ".join(
+            f"{fam} {_f(st.get('median_abs_pct'))} / {_f(st.get('p90_abs_pct'))} ({st.get('n', '-')})"
+            for fam, st in cv.items() if isinstance(st, dict) and fam != "all"
+        ) or "-"  # fmt: skip
+        bound = "; ".join(str(b).split(";")[0] for b in prov.get("at_bound") or []) or "none"
+        lines.append(
+            f"| {path.stem} | {clock} | {fitted} | {prov.get('rows_used', '-')} | {families} | {bound} |"
+        )
+    return lines
+
+
+def _value(x: Any) -> str:
+    return f"{x:.4g}" if isinstance(x, float) else "-" if x is None else str(x)
