@@ -469,12 +469,22 @@ def validate_cmd(
     markdown: Annotated[
         str | None, typer.Option("--markdown", help="Also write the accuracy report (Markdown) here.")
     ] = None,
+    reuse_unchanged: Annotated[
+        bool,
+        typer.Option(
+            "--reuse-unchanged",
+            help="With --markdown: take each row whose inputs (the row, arch files, its arch's overlay, "
+            "schedule files, options) are unchanged from the row results stored beside the report "
+            "(<report>_rows.csv) instead of predicting it again.",
+        ),
+    ] = False,
     model: ModelOption = None,
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
     quiet: QuietFlag = False,
 ) -> None:
-    """Predict every measured row and report the error per arch and schedule family."""
+    """Predict every measured row and report the error per arch and schedule family. With --markdown,
+    the accuracy report and every row's result (<report>_rows.csv) are written."""
     from gpusim.calibrate.report import validate_csv_rows, validate_tables
     from gpusim.calibrate.validate import run_validate
     from gpusim.report.console import make_console, progress_bar, write_csv
@@ -482,11 +492,22 @@ def validate_cmd(
     _one_format(as_json, as_csv)
     check_output_path(plot or None, "--plot", PLOT_SUFFIXES)
     check_output_path(markdown or None, "--markdown", (".md",))
+    if reuse_unchanged and not markdown:
+        raise InputError("--reuse-unchanged: needs --markdown (the row results are stored beside the report)")
     costs = "calibrated" if calibrated else "datasheet"
+    carry = None
+    if markdown:
+        from gpusim.calibrate.carryover import Carryover, read_previous, rows_file_for
+
+        rows_file = rows_file_for(markdown)
+        check_output_path(str(rows_file), "--markdown (its row results)", (".csv",))
+        carry = Carryover(costs, model, max_events or None, arch)
+        if reuse_unchanged:
+            carry.previous = read_previous(rows_file)
     with progress_bar("validate: rows", quiet) as progress:
         results, summary = run_validate(files, costs=costs, arch_filter=arch, jobs=jobs or None,
                                         max_events=max_events or None, on_progress=progress,
-                                        model=model)  # fmt: skip
+                                        model=model, carry=carry)  # fmt: skip
     if plot:
         from gpusim.calibrate.plot import plot_predicted_vs_measured
 
@@ -495,8 +516,10 @@ def validate_cmd(
         from pathlib import Path
 
         from gpusim.calibrate.accuracy import accuracy_markdown
+        from gpusim.calibrate.carryover import write_rows
 
         Path(markdown).write_text(accuracy_markdown(results, summary, files), encoding="utf-8")
+        write_rows(rows_file, results, carry)
     if as_json:
         _print_json({"rows": [r.as_dict() for r in results], "summary": summary})
     elif as_csv:

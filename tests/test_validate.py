@@ -209,3 +209,63 @@ def test_accuracy_report_lists_each_overlay_with_its_clock_fitted_values_and_bou
     ]
     shipped_h800 = next(line for line in calibration_lines() if line.startswith("| h800 |"))
     assert shipped_h800.startswith("| h800 | power | energy_scale ")
+
+
+def test_reuse_unchanged_carries_rows_whose_inputs_are_unchanged_and_repredicts_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--markdown stores every row's result beside the report; --reuse-unchanged takes the rows whose
+    inputs digest is unchanged from it (the same report), predicts a changed row, and re-predicts every
+    row of an arch whose calibration overlay changed."""
+    monkeypatch.setenv("GPUSIM_CALIBRATION_DIR", str(tmp_path / "overlays"))
+    rows = [_row(**{**STREAM, "params": f"op=copy;bytes={1 << (20 + i)}"}, value=10 + i) for i in range(3)]
+    rows.append(_row(**{**STREAM, "arch": "a100", "params": "op=copy;bytes=4194304"}, value=9))
+    rows.append(_row(**{**STREAM, "M": "abc"}, value=3))  # refused before predicting: never carried
+    csv_path = _write(tmp_path, "m.csv", rows)
+    report = tmp_path / "acc.md"
+    runner = CliRunner()
+
+    def run(*extra: str) -> dict:
+        result = runner.invoke(
+            app, ["validate", str(csv_path), "--markdown", str(report), "-j", "1", "--json", *extra]
+        )
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    first = run()
+    stored = (tmp_path / "acc_rows.csv").read_text().splitlines()
+    assert stored[0] == ",".join(("file", "line", "inputs", "arch", "family", "measured_time_us",
+                                  "predicted_time_us", "skipped", "costs", "predicted_on"))  # fmt: skip
+    assert len(stored) == 1 + 5
+    assert (
+        first["summary"]["carried_over"] == 0 and "All rows were predicted in this run" in report.read_text()
+    )
+    first_report = report.read_text()
+
+    again = run("--reuse-unchanged")
+    assert again["summary"]["carried_over"] == 4 and again["summary"]["predictions_run"] == 0
+    assert [r["predicted_time_us"] for r in again["rows"]] == [r["predicted_time_us"] for r in first["rows"]]
+    assert "4 of the 5 rows were carried over" in report.read_text()
+    assert first_report.split("## Per arch")[1] == report.read_text().split("## Per arch")[1]
+
+    csv_path.write_text(csv_path.read_text().replace("op=copy;bytes=1048576", "op=copy;bytes=8388608"))
+    changed = run("--reuse-unchanged")
+    assert changed["summary"]["carried_over"] == 3 and changed["summary"]["predictions_run"] == 1
+
+    (tmp_path / "overlays").mkdir()
+    overlay = {"arch": "h100", "calibration": {"origin": "calibrated", "hbm_bandwidth_fraction": 0.5}}
+    (tmp_path / "overlays" / "h100.yaml").write_text(yaml.safe_dump(overlay))
+    refit = run("--reuse-unchanged")
+    assert refit["summary"]["carried_over"] == 1  # the a100 row; the three h100 rows are predicted again
+    assert refit["rows"][0]["predicted_time_us"] > changed["rows"][0]["predicted_time_us"]
+
+
+def test_reuse_unchanged_needs_the_report_and_refuses_a_foreign_rows_file(tmp_path: Path) -> None:
+    csv_path = _write(tmp_path, "m.csv", [_row(**STREAM, value=10)])
+    result = CliRunner().invoke(app, ["validate", str(csv_path), "--reuse-unchanged"])
+    assert isinstance(result.exception, InputError) and "needs --markdown" in str(result.exception)
+    (tmp_path / "acc_rows.csv").write_text("a,b\n1,2\n")
+    result = CliRunner().invoke(
+        app, ["validate", str(csv_path), "--markdown", str(tmp_path / "acc.md"), "--reuse-unchanged"]
+    )
+    assert isinstance(result.exception, InputError) and "not a row-results file" in str(result.exception)

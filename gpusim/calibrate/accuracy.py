@@ -56,6 +56,19 @@ def _timeout_note(results: list[Any], summary: dict[str, Any]) -> str:
     )
 
 
+def _carry_note(summary: dict[str, Any]) -> list[str]:
+    carried = summary.get("carried_over") or 0
+    rows_note = ("Every row's result is in [accuracy_rows.csv](accuracy_rows.csv) with a digest of the inputs its "
+                 "prediction reads.")  # fmt: skip
+    if not carried:
+        return [f"{rows_note} All rows were predicted in this run.", ""]
+    dates = ", ".join(summary.get("carried_from") or [])
+    return [f"{rows_note} {carried} of the {summary['rows']} rows were carried over from the runs of {dates} "
+            "(`--reuse-unchanged`: the row, the arch files, its arch's calibration overlay, the schedule files "
+            "and the options are unchanged since; gpusim's code is not in the digest), the rest were predicted "
+            "in this run.", ""]  # fmt: skip
+
+
 def accuracy_markdown(results: list[Any], summary: dict[str, Any], files: list[str]) -> str:
     """The report: how to regenerate it, errors per arch and family, per family, and skip reasons."""
     names = " ".join(sorted(Path(f).name for f in files))
@@ -75,6 +88,7 @@ def accuracy_markdown(results: list[Any], summary: dict[str, Any], files: list[s
         "",
         _timeout_note(results, summary),
         "",
+        *_carry_note(summary),
         "## Per arch and schedule family",
         "",
         "| arch | family | rows | predicted | median abs err % | p90 abs err % | bias % |",

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from gpusim.api import load_arch
 from gpusim.arch import Arch, resolve_arch_id
+from gpusim.calibrate.carryover import Carryover
 from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement, read_measurements
 from gpusim.calibrate.predictor import Predictor, Skip, ignored_columns, problem_for
@@ -308,12 +309,15 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
                  max_events: int | None = DEFAULT_MAX_EVENTS,
                  on_progress: Callable[[int, int], None] = lambda done, total: None,
                  model: str | None = None,
+                 carry: Carryover | None = None,
                  ) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
     """Read, predict and summarise; the summary carries the wall time and simulation count.
 
     Rows are predicted in ``jobs`` processes (default: the CPU count), one task at a time to whichever
     process is free, longest expected first; rows that share a prediction form one task, so each
     distinct prediction runs once. Results are in row order, identical to a serial run's.
+    ``carry`` (:mod:`gpusim.calibrate.carryover`) records each row's inputs digest and supplies the
+    earlier results of rows whose digest is unchanged; those rows are not predicted again.
     """
     t0 = time.perf_counter()
     if jobs is not None and jobs < 0:
@@ -322,7 +326,21 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         raise InputError(f"--max-events {max_events}: expected a whole number of events >= 1")
     if arch_filter:
         resolve_arch_id(arch_filter)  # an unknown --arch is one error before any work, not one per worker
-    rows = read_measurements(list(paths))
+    all_rows = read_measurements(list(paths))
+    carried: list[RowResult] = []
+    rows = all_rows
+    if carry is not None:
+        carry.digest_rows(all_rows)
+        rows = []
+        for m in all_rows:
+            record = carry.reusable(m)
+            # rows refused before predicting are cheap, and their reasons name the row's global index
+            if record is None or record.measured_time_us is None or precheck(m) is not None:
+                rows.append(m)
+                continue
+            carried.append(RowResult(m, record.arch, record.family, record.measured_time_us,
+                                     record.predicted_time_us, record.skipped, record.costs))  # fmt: skip
+            carry.carried[m.index] = record.predicted_on
     jobs = jobs or os.cpu_count() or 1
     needs = [m for m in rows if precheck(m) is None]
     if jobs > 1 and len(needs) > 8:
@@ -345,6 +363,8 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         results = validate_rows(rows, costs=costs, arch_filter=arch_filter, predictor=predictor,
                                 on_progress=on_progress, model=model)  # fmt: skip
         simulations = predictor.simulations
+    if carried:
+        results = sorted(results + carried, key=lambda r: r.m.index)
     summary = summarize_results(results)
     summary["costs"] = costs
     if model is not None:
@@ -354,4 +374,7 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
     summary["predictions_run"] = simulations
     summary["jobs"] = jobs
     summary["max_events"] = max_events
+    if carry is not None:
+        summary["carried_over"] = len(carried)
+        summary["carried_from"] = sorted(set(carry.carried.values()))
     return results, summary

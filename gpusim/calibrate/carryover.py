@@ -1,0 +1,160 @@
+"""Row results carried between ``gpusim validate --markdown`` runs whose inputs did not change.
+
+Beside the accuracy report, validate writes every row's result to ``<report>_rows.csv`` with a
+digest of what the row's prediction reads: the row itself, every arch file, the calibration overlay
+of the row's arch (calibrated costs), every schedule file (and a schedule file the row names by
+path), and the options (costs, model, work limit, --arch). ``--reuse-unchanged`` takes a row's result from
+that file when its digest is the same, and predicts only the rest, so refitting one arch's overlay
+re-predicts that arch's rows and nothing else.
+
+The digest does not cover gpusim's own code, as the report's input digest does not: after a change
+to the engine, run without ``--reuse-unchanged`` (the report says how many rows were carried over and
+from which runs).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpusim.arch import archs_dir, resolve_arch_id
+from gpusim.calibrate.measurements import Measurement
+from gpusim.calibrate.overlay import find_overlay
+from gpusim.errors import GpusimError, InputError, quote
+from gpusim.schedule.load import schedules_dir
+
+COLUMNS = ("file", "line", "inputs", "arch", "family", "measured_time_us", "predicted_time_us", "skipped",
+           "costs", "predicted_on")  # fmt: skip
+
+
+def rows_file_for(markdown: str | Path) -> Path:
+    """Where the row results of the report at ``markdown`` live (``docs/accuracy.md`` ->
+    ``docs/accuracy_rows.csv``)."""
+    path = Path(markdown)
+    return path.with_name(f"{path.stem}_rows.csv")
+
+
+def _files_digest(files: Iterable[Path]) -> str:
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@dataclass
+class RowRecord:
+    """One row's stored result."""
+
+    arch: str
+    family: str
+    measured_time_us: float | None
+    predicted_time_us: float | None
+    skipped: str | None
+    costs: str | None
+    predicted_on: str
+
+
+@dataclass
+class Carryover:
+    """The digests of this run's rows and, with ``--reuse-unchanged``, the earlier results to reuse."""
+
+    costs: str
+    model: str | None
+    max_events: int | None
+    arch_filter: str | None = None
+    previous: dict[tuple[str, int, str], RowRecord] = field(default_factory=dict)
+    digests: dict[int, str] = field(default_factory=dict)
+    """Row index -> its inputs digest (filled by :meth:`digest_rows`)."""
+    carried: dict[int, str] = field(default_factory=dict)
+    """Row index -> the date of the run its result was carried from."""
+    _shared: str | None = None
+    _overlays: dict[str, str] = field(default_factory=dict)
+
+    def digest_rows(self, rows: list[Measurement]) -> None:
+        """Compute every row's inputs digest (once, at the start of the run)."""
+        if self._shared is None:
+            arch_files = sorted(archs_dir().glob("*.yaml"))
+            schedule_files = sorted(p for p in schedules_dir().rglob("*.yaml") if p.is_file())
+            options = f"{self.costs}|{self.model}|{self.max_events}|{self.arch_filter}"
+            self._shared = hashlib.sha256(
+                (_files_digest(arch_files) + _files_digest(schedule_files) + options).encode()
+            ).hexdigest()
+        for m in rows:
+            self.digests[m.index] = self._row_digest(m)
+
+    def _overlay_digest(self, arch_name: str) -> str:
+        if self.costs != "calibrated":
+            return "datasheet"
+        if arch_name not in self._overlays:
+            try:
+                path = find_overlay(resolve_arch_id(arch_name))
+            except GpusimError:
+                path = None
+            self._overlays[arch_name] = "none" if path is None else _files_digest([path])
+        return self._overlays[arch_name]
+
+    def _row_digest(self, m: Measurement) -> str:
+        parts = [self._shared or "", self._overlay_digest(m.arch), m.source, m.arch, m.schedule, m.dtype,
+                 repr(sorted(m.dims.items())), m.metric, repr(m.value), m.unit,
+                 repr(sorted((k, repr(v)) for k, v in m.params.items())), repr(m.error)]  # fmt: skip
+        for name in m.schedule.split("+"):
+            path = Path(name.strip())
+            if path.suffix in (".yaml", ".yml") and path.is_file():
+                parts.append(_files_digest([path]))
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+
+    def reusable(self, m: Measurement) -> RowRecord | None:
+        """The earlier result of ``m`` when its inputs digest is unchanged."""
+        return self.previous.get((Path(m.file).name, m.line, self.digests.get(m.index, "")))
+
+
+def read_previous(path: Path) -> dict[tuple[str, int, str], RowRecord]:
+    """The stored row results at ``path`` (none when the file does not exist)."""
+    if not path.is_file():
+        return {}
+    out: dict[tuple[str, int, str], RowRecord] = {}
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            reader = csv.DictReader(f)
+            columns = tuple(reader.fieldnames or ())
+            records = list(reader) if columns == COLUMNS else []
+        for rec in records:
+            out[(rec["file"], int(rec["line"]), rec["inputs"])] = RowRecord(
+                rec["arch"], rec["family"], _number(rec["measured_time_us"]), _number(rec["predicted_time_us"]),
+                rec["skipped"] or None, rec["costs"] or None, rec["predicted_on"],
+            )  # fmt: skip
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, csv.Error) as exc:
+        raise InputError(f"{quote(str(path))}: cannot read the stored row results ({quote(str(exc))}); "
+                         "delete it or run without --reuse-unchanged") from None  # fmt: skip
+    if columns != COLUMNS:
+        raise InputError(f"{quote(str(path))}: not a row-results file of gpusim validate (expected the "
+                         f"columns {', '.join(COLUMNS)})")  # fmt: skip
+    return out
+
+
+def _number(text: str) -> float | None:
+    if not text:
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def write_rows(path: Path, results: list[Any], carry: Carryover) -> None:
+    """Store every row's result with its inputs digest (a row carried over keeps its run's date)."""
+    today = dt.date.today().isoformat()
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        for r in results:
+            writer.writerow([
+                Path(r.m.file).name, r.m.line, carry.digests.get(r.m.index, ""), r.arch, r.family,
+                "" if r.measured_time_us is None else repr(r.measured_time_us),
+                "" if r.predicted_time_us is None else repr(r.predicted_time_us),
+                r.skipped or "", r.costs or "", carry.carried.get(r.m.index, today),
+            ])  # fmt: skip
