@@ -34,3 +34,35 @@ def test_accuracy_doc_is_current() -> None:
     assert doc.exists(), f"docs/accuracy.md is missing; run `{REGENERATE}`"
     recorded = recorded_digest(doc.read_text(encoding="utf-8"))
     assert recorded == input_digest(data), f"docs/accuracy.md is stale; run `{REGENERATE}`"
+
+
+def test_accuracy_row_results_are_current_row_by_row() -> None:
+    """docs/accuracy_rows.csv holds one result per measured row whose inputs digest is the current one
+    (the same digest validate --reuse-unchanged compares), so a stale row names itself."""
+    from gpusim.calibrate.carryover import COLUMNS, Carryover
+    from gpusim.calibrate.measurements import read_measurements
+    from gpusim.sim.limits import DEFAULT_MAX_EVENTS
+
+    data = sorted((ROOT / "data" / "measurements").glob("*.csv"))
+    if not data:
+        pytest.skip("no measurement files next to the tests")
+    stored = ROOT / "docs" / "accuracy_rows.csv"
+    assert stored.exists(), f"docs/accuracy_rows.csv is missing; run `{REGENERATE}`"
+    import csv
+
+    with stored.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames or ()) == COLUMNS
+        records = {(r["file"], int(r["line"])): r["inputs"] for r in reader}
+    rows = read_measurements(data)
+    carry = Carryover("calibrated", None, DEFAULT_MAX_EVENTS)
+    carry.digest_rows(rows)
+    stale = [
+        f"{Path(m.file).name}:{m.line}"
+        for m in rows
+        if records.get((Path(m.file).name, m.line)) != carry.digests[m.index]
+    ]
+    assert not stale, (
+        f"{len(stale)} rows changed since docs/accuracy_rows.csv (e.g. {stale[:3]}); run `{REGENERATE}`"
+    )
+    assert len(records) == len(rows)
