@@ -19,19 +19,33 @@ from gpusim.schedule.load import schedules_dir
 DIGEST_PATTERN = re.compile(r"input digest: `([0-9a-f]{16})`")
 
 
+def arch_files() -> list[Path]:
+    """The built-in arch files (not the calibration overlays), in a fixed order."""
+    return sorted(archs_dir().glob("*.yaml"))
+
+
+def schedule_files() -> list[Path]:
+    """The built-in schedule files, the shared parts (``schedules/parts/``) included, in a fixed order."""
+    return sorted(p for p in schedules_dir().rglob("*.yaml") if p.is_file())
+
+
 def input_files(measurement_files: list[str | Path]) -> list[Path]:
     """Every file the report depends on, in a fixed order."""
     files = sorted(Path(f) for f in measurement_files)
-    files += sorted(archs_dir().glob("*.yaml")) + overlay_files() + sorted(schedules_dir().glob("*.yaml"))
-    return files
+    return files + arch_files() + overlay_files() + schedule_files()
+
+
+def files_digest(files: list[Path]) -> str:
+    """A SHA-256 (hex) over the names and bytes of ``files``, in order."""
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def input_digest(measurement_files: list[str | Path]) -> str:
     """A short SHA-256 over the names and bytes of the report's input files."""
-    h = hashlib.sha256()
-    for path in input_files(measurement_files):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    return files_digest(input_files(measurement_files))[:16]
 
 
 def recorded_digest(markdown: str) -> str | None:

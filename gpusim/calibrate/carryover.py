@@ -18,16 +18,15 @@ import csv
 import datetime as dt
 import hashlib
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusim.arch import archs_dir, resolve_arch_id
+from gpusim.arch import resolve_arch_id
+from gpusim.calibrate.accuracy import arch_files, files_digest, schedule_files
 from gpusim.calibrate.measurements import Measurement
 from gpusim.calibrate.overlay import find_overlay
 from gpusim.errors import GpusimError, InputError, quote
-from gpusim.schedule.load import schedules_dir
 
 COLUMNS = ("file", "line", "inputs", "arch", "family", "measured_time_us", "predicted_time_us", "skipped",
            "costs", "predicted_on")  # fmt: skip
@@ -38,13 +37,6 @@ def rows_file_for(markdown: str | Path) -> Path:
     ``docs/accuracy_rows.csv``)."""
     path = Path(markdown)
     return path.with_name(f"{path.stem}_rows.csv")
-
-
-def _files_digest(files: Iterable[Path]) -> str:
-    h = hashlib.sha256()
-    for path in files:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 @dataclass
@@ -79,11 +71,9 @@ class Carryover:
     def digest_rows(self, rows: list[Measurement]) -> None:
         """Compute every row's inputs digest (once, at the start of the run)."""
         if self._shared is None:
-            arch_files = sorted(archs_dir().glob("*.yaml"))
-            schedule_files = sorted(p for p in schedules_dir().rglob("*.yaml") if p.is_file())
             options = f"{self.costs}|{self.model}|{self.max_events}|{self.arch_filter}"
             self._shared = hashlib.sha256(
-                (_files_digest(arch_files) + _files_digest(schedule_files) + options).encode()
+                (files_digest(arch_files()) + files_digest(schedule_files()) + options).encode()
             ).hexdigest()
         for m in rows:
             self.digests[m.index] = self._row_digest(m)
@@ -96,7 +86,7 @@ class Carryover:
                 path = find_overlay(resolve_arch_id(arch_name))
             except GpusimError:
                 path = None
-            self._overlays[arch_name] = "none" if path is None else _files_digest([path])
+            self._overlays[arch_name] = "none" if path is None else files_digest([path])
         return self._overlays[arch_name]
 
     def _row_digest(self, m: Measurement) -> str:
@@ -106,7 +96,7 @@ class Carryover:
         for name in m.schedule.split("+"):
             path = Path(name.strip())
             if path.suffix in (".yaml", ".yml") and path.is_file():
-                parts.append(_files_digest([path]))
+                parts.append(files_digest([path]))
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
     def reusable(self, m: Measurement) -> RowRecord | None:
@@ -122,19 +112,18 @@ def read_previous(path: Path) -> dict[tuple[str, int, str], RowRecord]:
     try:
         with path.open(encoding="utf-8", newline="") as f:
             reader = csv.DictReader(f)
-            columns = tuple(reader.fieldnames or ())
-            records = list(reader) if columns == COLUMNS else []
-        for rec in records:
-            out[(rec["file"], int(rec["line"]), rec["inputs"])] = RowRecord(
-                rec["arch"], rec["family"], _number(rec["measured_time_us"]), _number(rec["predicted_time_us"]),
-                rec["skipped"] or None, rec["costs"] or None, rec["predicted_on"],
-            )  # fmt: skip
+            if tuple(reader.fieldnames or ()) != COLUMNS:
+                raise InputError(f"{quote(str(path))}: not a row-results file of gpusim validate (expected the "
+                                 f"columns {', '.join(COLUMNS)})")  # fmt: skip
+            for rec in reader:
+                out[(rec["file"], int(rec["line"]), rec["inputs"])] = RowRecord(
+                    rec["arch"], rec["family"], _number(rec["measured_time_us"]),
+                    _number(rec["predicted_time_us"]), rec["skipped"] or None, rec["costs"] or None,
+                    rec["predicted_on"],
+                )  # fmt: skip
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, csv.Error) as exc:
         raise InputError(f"{quote(str(path))}: cannot read the stored row results ({quote(str(exc))}); "
                          "delete it or run without --reuse-unchanged") from None  # fmt: skip
-    if columns != COLUMNS:
-        raise InputError(f"{quote(str(path))}: not a row-results file of gpusim validate (expected the "
-                         f"columns {', '.join(COLUMNS)})")  # fmt: skip
     return out
 
 
