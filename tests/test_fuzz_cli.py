@@ -136,3 +136,32 @@ def test_random_argument_lists(args: list[str]) -> None:
     outcome = run_forked(args, timeout_s=TIME_BOUND_S)
     assert outcome.rc != HUNG, args
     assert not problems(outcome), (problems(outcome), args, outcome.stderr[-400:])
+
+
+ROWS_FILE_HEADER = (
+    "file,line,inputs,arch,family,measured_time_us,predicted_time_us,skipped,costs,predicted_on\n"
+)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"\xff\xfe\x00garbage", b"a,b\n1,2\n", ROWS_FILE_HEADER.encode() + b"m.csv,notaline,x,h100,stream,1,1,,,d\n",
+     ROWS_FILE_HEADER.encode() + b"m.csv,2,x,h100,stream,nan-ish,1,,,d\n", b"", None],
+    ids=["binary", "foreign header", "bad line", "bad number", "empty", "a directory"],
+)  # fmt: skip
+def test_hostile_stored_row_results_are_refused_before_work(tmp_path: Path, content: bytes | None) -> None:
+    """validate --reuse-unchanged reads <report>_rows.csv first: a file it cannot read is one line, exit 2,
+    and neither the report nor the rows file is written."""
+    data = tmp_path / "m.csv"
+    data.write_text("source,arch,schedule,metric,value,unit\ntest,h100,stream,time,5,us\n")
+    stored = tmp_path / "acc_rows.csv"
+    if content is None:
+        stored.mkdir()
+    else:
+        stored.write_bytes(content)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    outcome = run_forked(["validate", str(data), "--markdown", str(tmp_path / "acc.md"), "--reuse-unchanged"],
+                         timeout_s=TIME_BOUND_S)  # fmt: skip
+    assert outcome.rc == 2, outcome.stderr
+    assert not problems(outcome)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
