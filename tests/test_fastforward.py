@@ -219,6 +219,18 @@ def test_tile_level_periods_are_found_across_mainloop_jumps() -> None:
     assert run.events < 15_000 < run.skipped_events
 
 
+def test_a_kernel_that_never_uses_a_unit_still_fast_forwards() -> None:
+    """CUDA-core SGEMM never touches the tensor core: the idle core's last update time is not state
+    (it used to grow with the clock in every snapshot, so no period ever matched and 10240^3 fp32 ran
+    past the work limit)."""
+    arch = load_arch("a100")
+    sched = load_schedule("gemm_simt_fp32", arch, {"M": 1024, "N": 1024, "K": 4096, "dtype": "fp32"})
+    run = simulate(sched, arch)
+    exact_run = simulate(sched, arch, exact=True)
+    assert run.jumps and run.events < exact_run.events / 10
+    assert run.kernel_ns == pytest.approx(exact_run.kernel_ns, rel=1e-9)
+
+
 def test_a_jump_moves_every_ring_credit_key_at_once() -> None:
     """Credits for stages k = 51..54 in flight, a jump of 2 periods of k += 1: each credit moves to k + 2.
     Renaming keys one by one let k = 51's credit overwrite k = 53's before that one moved (the

@@ -765,7 +765,8 @@ class _Capture:
                         self.transfer(t)
         net = ff.net
         s.append(tuple(t.port.name for t in net.active))  # type: ignore[union-attr]
-        self.values.append(self.now - net._last_update)
+        # an idle network's (or core's) last update is not state: the next activation only resets it
+        self.values.append(self.now - net._last_update if net.active else 0.0)
         acc = [getattr(o, a) for o, a in _accumulators(ff)]
         return Snapshot(self.now, tuple(s), self.values, self.loops,
                         [r.opened for r in ff.live_rings], acc, self.handles)  # fmt: skip
@@ -838,7 +839,7 @@ class _Capture:
                 for job in batch.queues[owner]:
                     self.tensor_job(job)
         s.append(tuple(job.owner for job in core.active))
-        self.values.append(self.now - core._last_update)  # (_busy_since only draws spans: not state)
+        self.values.append(self.now - core._last_update if core.active else 0.0)  # (_busy_since: spans only)
 
     def tensor_job(self, job: TensorJob) -> None:
         self.values += [job.work_ns, job.remaining_ns, job.rate, job.cap, job.latency_ns]
