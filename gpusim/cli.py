@@ -478,6 +478,15 @@ def validate_cmd(
             "(<report>_rows.csv) instead of predicting it again.",
         ),
     ] = False,
+    ablate: Annotated[
+        bool,
+        typer.Option(
+            "--ablate",
+            help="With --markdown: also predict the rows again with each switchable mechanism off (on the "
+            "rows whose arch has it on) and add the ablation table to the report (variant rows in "
+            "<report>_ablation_rows.csv).",
+        ),
+    ] = False,
     model: ModelOption = None,
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
@@ -494,8 +503,11 @@ def validate_cmd(
     check_output_path(markdown or None, "--markdown", (".md",))
     if reuse_unchanged and not markdown:
         raise InputError("--reuse-unchanged: needs --markdown (the row results are stored beside the report)")
+    if ablate and not markdown:
+        raise InputError("--ablate: needs --markdown (the ablation table is a section of the report)")
     costs = "calibrated" if calibrated else "datasheet"
     carry = None
+    ablation_file, ablation_previous = None, {}
     if markdown:
         from gpusim.calibrate.carryover import Carryover, read_previous, rows_file_for
 
@@ -504,6 +516,12 @@ def validate_cmd(
         carry = Carryover(costs, model, max_events or None, arch)
         if reuse_unchanged:
             carry.previous = read_previous(rows_file)
+        if ablate:
+            from gpusim.calibrate.ablation import ablation_rows_file_for
+
+            ablation_file = ablation_rows_file_for(markdown)
+            check_output_path(str(ablation_file), "--ablate (its row results)", (".csv",))
+            ablation_previous = read_previous(ablation_file) if reuse_unchanged else {}
     with progress_bar("validate: rows", quiet) as progress:
         results, summary = run_validate(files, costs=costs, arch_filter=arch, jobs=jobs or None,
                                         max_events=max_events or None, on_progress=progress,
@@ -512,13 +530,29 @@ def validate_cmd(
         from gpusim.calibrate.plot import plot_predicted_vs_measured
 
         plot_predicted_vs_measured(results, plot, f"gpusim: predicted vs measured ({summary['costs']} costs)")
+    ablation_lines = None
+    if ablate and ablation_file is not None:
+        from gpusim.calibrate.ablation import ablation_lines as ablation_section
+        from gpusim.calibrate.ablation import run_ablations
+        from gpusim.calibrate.carryover import write_row_parts
+
+        with progress_bar("validate --ablate: rows", quiet) as progress:
+            ablations = run_ablations(files, results, costs=costs, model=model, arch_filter=arch, jobs=jobs or None,
+                                      max_events=max_events or None, previous=ablation_previous,
+                                      on_progress=lambda _name, done, total: progress(done, total))  # fmt: skip
+        ablation_lines = ablation_section(results, ablations)
+        write_row_parts(ablation_file, [(ab.results, ab.carry) for ab in ablations])
+        summary["ablations"] = {ab.mechanism: {"rows": len(ab.results), "carried_over": len(ab.carry.carried)}
+                                for ab in ablations}  # fmt: skip
     if markdown:
         from pathlib import Path
 
         from gpusim.calibrate.accuracy import accuracy_markdown
         from gpusim.calibrate.carryover import write_rows
 
-        Path(markdown).write_text(accuracy_markdown(results, summary, files), encoding="utf-8")
+        Path(markdown).write_text(
+            accuracy_markdown(results, summary, files, ablation_lines), encoding="utf-8"
+        )
         write_rows(rows_file, results, carry)
     if as_json:
         _print_json({"rows": [r.as_dict() for r in results], "summary": summary})

@@ -67,6 +67,17 @@ def mechanisms_of(arch: Arch) -> frozenset[str]:
     return DEFAULT_ON if arch.mechanisms is None else frozenset(arch.mechanisms)
 
 
+def in_effect(name: str, arch: Arch) -> bool:
+    """Whether mechanism ``name`` is on for ``arch`` and can change a prediction there: pipe coupling
+    needs the shared tensor core and an overlap below 1 (at the datasheet overlap of 1 it is a no-op)."""
+    on = mechanisms_of(arch)
+    if name not in on:
+        return False
+    if name == "pipe_coupling":
+        return "shared_tensor" in on and arch.calibration.tensor_cuda_overlap < 1.0
+    return True
+
+
 def with_model(arch: Arch, text: str | None) -> Arch:
     """``arch`` with the mechanisms ``text`` switches, relative to the arch's own (an overlay's fitted
     model, else the defaults); None: unchanged."""

@@ -11,7 +11,7 @@ import pytest
 from gpusim.calibrate.accuracy import input_digest, recorded_digest
 
 ROOT = Path(__file__).resolve().parent.parent
-REGENERATE = "gpusim validate data/measurements/*.csv --markdown docs/accuracy.md"
+REGENERATE = "gpusim validate data/measurements/*.csv --markdown docs/accuracy.md --ablate"
 
 
 def test_readme_is_short_and_its_links_resolve() -> None:
@@ -32,8 +32,13 @@ def test_accuracy_doc_is_current() -> None:
     if not data:
         pytest.skip("no measurement files next to the tests")
     assert doc.exists(), f"docs/accuracy.md is missing; run `{REGENERATE}`"
-    recorded = recorded_digest(doc.read_text(encoding="utf-8"))
+    text = doc.read_text(encoding="utf-8")
+    recorded = recorded_digest(text)
     assert recorded == input_digest(data), f"docs/accuracy.md is stale; run `{REGENERATE}`"
+    assert f"`{REGENERATE}`" in text and "## Mechanism ablation" in text, (
+        f"run `{REGENERATE}` (with --ablate)"
+    )
+    assert (ROOT / "docs" / "accuracy_ablation_rows.csv").exists()
 
 
 def test_accuracy_row_results_are_current_row_by_row() -> None:

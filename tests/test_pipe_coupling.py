@@ -31,6 +31,17 @@ def test_datasheet_overlap_changes_nothing() -> None:
     assert _time("attn_fa3_fwd", on, **FA3) == _time("attn_fa3_fwd", off, **FA3)
 
 
+def test_pipe_coupling_is_in_effect_only_below_the_datasheet_overlap() -> None:
+    """What the ablation counts: at an overlap of 1 (every shipped overlay) the mechanism cannot move a
+    prediction; below it, it can, unless the shared tensor core it needs is off."""
+    from gpusim.mechanisms import in_effect
+
+    assert not in_effect("pipe_coupling", _arch(1.0))
+    assert in_effect("pipe_coupling", _arch(0.5))
+    assert not in_effect("pipe_coupling", with_model(_arch(0.5), "-shared_tensor"))
+    assert not in_effect("pipe_coupling", with_model(_arch(0.5), "-pipe_coupling"))
+
+
 def test_serialising_softmax_slows_attention_not_a_plain_gemm_mainloop() -> None:
     free, half, serial = (_time("attn_fa3_fwd", _arch(x), **FA3) for x in (1.0, 0.5, 0.0))
     assert free < half < serial

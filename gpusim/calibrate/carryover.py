@@ -29,7 +29,7 @@ from gpusim.calibrate.overlay import find_overlay
 from gpusim.errors import GpusimError, InputError, quote
 
 COLUMNS = ("file", "line", "inputs", "arch", "family", "measured_time_us", "predicted_time_us", "skipped",
-           "costs", "predicted_on")  # fmt: skip
+           "costs", "predicted_on", "model")  # fmt: skip
 
 
 def rows_file_for(markdown: str | Path) -> Path:
@@ -136,14 +136,20 @@ def _number(text: str) -> float | None:
 
 def write_rows(path: Path, results: list[Any], carry: Carryover) -> None:
     """Store every row's result with its inputs digest (a row carried over keeps its run's date)."""
+    write_row_parts(path, [(results, carry)])
+
+
+def write_row_parts(path: Path, parts: list[tuple[list[Any], Carryover]]) -> None:
+    """Store the results of several runs (each with its own digests) in one row-results file."""
     today = dt.date.today().isoformat()
     with path.open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(COLUMNS)
-        for r in results:
-            writer.writerow([
-                Path(r.m.file).name, r.m.line, carry.digests.get(r.m.index, ""), r.arch, r.family,
-                "" if r.measured_time_us is None else repr(r.measured_time_us),
-                "" if r.predicted_time_us is None else repr(r.predicted_time_us),
-                r.skipped or "", r.costs or "", carry.carried.get(r.m.index, today),
-            ])  # fmt: skip
+        for results, carry in parts:
+            for r in results:
+                writer.writerow([
+                    Path(r.m.file).name, r.m.line, carry.digests.get(r.m.index, ""), r.arch, r.family,
+                    "" if r.measured_time_us is None else repr(r.measured_time_us),
+                    "" if r.predicted_time_us is None else repr(r.predicted_time_us),
+                    r.skipped or "", r.costs or "", carry.carried.get(r.m.index, today), carry.model or "default",
+                ])  # fmt: skip

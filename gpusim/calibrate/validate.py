@@ -310,6 +310,7 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
                  on_progress: Callable[[int, int], None] = lambda done, total: None,
                  model: str | None = None,
                  carry: Carryover | None = None,
+                 only: set[int] | None = None,
                  ) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
     """Read, predict and summarise; the summary carries the wall time and simulation count.
 
@@ -317,7 +318,9 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
     process is free, longest expected first; rows that share a prediction form one task, so each
     distinct prediction runs once. Results are in row order, identical to a serial run's.
     ``carry`` (:mod:`gpusim.calibrate.carryover`) records each row's inputs digest and supplies the
-    earlier results of rows whose digest is unchanged; those rows are not predicted again.
+    earlier results of rows whose digest is unchanged; those rows are not predicted again (a row skipped
+    for the work limit is: the digest does not cover gpusim's code, which may have become faster).
+    ``only``: predict just the rows with these indices (the others are left out of the results).
     """
     t0 = time.perf_counter()
     if jobs is not None and jobs < 0:
@@ -327,6 +330,8 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
     if arch_filter:
         resolve_arch_id(arch_filter)  # an unknown --arch is one error before any work, not one per worker
     all_rows = read_measurements(list(paths))
+    if only is not None:
+        all_rows = [m for m in all_rows if m.index in only]
     carried: list[RowResult] = []
     rows = all_rows
     if carry is not None:
@@ -335,7 +340,8 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         for m in all_rows:
             record = carry.reusable(m)
             # rows refused before predicting are cheap, and their reasons name the row's global index
-            if record is None or record.measured_time_us is None or precheck(m) is not None:
+            over_limit = record is not None and "work limit" in (record.skipped or "")
+            if record is None or record.measured_time_us is None or over_limit or precheck(m) is not None:
                 rows.append(m)
                 continue
             carried.append(RowResult(m, record.arch, record.family, record.measured_time_us,
