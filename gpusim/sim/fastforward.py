@@ -570,7 +570,8 @@ class FastForward:
             for ring in self.live_rings
         )
         ports = tuple(len(sm.ingress.queue) + 7 * len(sm.egress.queue) for sm in self.sms)  # type: ignore[union-attr]
-        return (runners, rings, ports, len(self.env._queue), len(self.net.active))  # type: ignore[attr-defined]
+        live = len(_live_queue(self.env._queue))  # type: ignore[attr-defined]
+        return (runners, rings, ports, live, len(self.net.active))
 
     def _objects(self) -> list[Any]:
         objs: list[Any] = [self.net, *self.sms, *self.live_rings, *self.runners]
@@ -643,7 +644,7 @@ class FastForward:
         start = env.now
         env._now = start + shift  # type: ignore[attr-defined]
         queue = env._queue  # type: ignore[attr-defined]
-        queue[:] = [(t + shift, prio, eid, ev) for t, prio, eid, ev in queue]
+        queue[:] = [(t + shift, prio, eid, ev) for t, prio, eid, ev in _live_queue(queue)]
         heapq.heapify(queue)
         _move_tokens(snap.handles, period.token_delta, periods)
         opens: dict[int, int] = {}
@@ -716,6 +717,29 @@ def _accumulators(ff: FastForward) -> list[tuple[Any, str]]:
     return out
 
 
+def _stale_timer(ev: simpy.Event) -> bool:
+    """A queued timer of the flow network or a shared tensor core whose rates changed since it was set:
+    it does nothing when it fires, so it is not state (and a jump may drop it)."""
+    cbs = ev.callbacks
+    if not cbs:
+        return False
+    for cb in cbs:
+        kind = type(cb)
+        if kind is NetTimer:
+            if cb.version == cb.net._version:
+                return False
+        elif kind is CoreTimer:
+            if cb.version == cb.core._version:
+                return False
+        else:
+            return False
+    return True
+
+
+def _live_queue(queue: list[tuple[float, int, int, simpy.Event]]) -> list[tuple[float, int, int, simpy.Event]]:
+    return [entry for entry in queue if not _stale_timer(entry[3])]
+
+
 class _Capture:
     def __init__(self, ff: FastForward) -> None:
         self.ff = ff
@@ -737,7 +761,7 @@ class _Capture:
     def snapshot(self) -> Snapshot:
         ff = self.ff
         s = self.struct
-        queue = sorted(ff.env._queue, key=lambda e: (e[0], e[1], e[2]))  # type: ignore[attr-defined]
+        queue = sorted(_live_queue(ff.env._queue), key=lambda e: (e[0], e[1], e[2]))  # type: ignore[attr-defined]
         s.append((len(ff._runner_index), len(ff.runners), len(ff.live_rings)))
         s.append(len(queue))
         for t, prio, _eid, ev in queue:
