@@ -24,7 +24,7 @@ from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.dtypes import canonical_dtype
-from gpusim.errors import DeadlockError, InputError, ScheduleRefused
+from gpusim.errors import DeadlockError, HorizonReached, InputError, ScheduleRefused
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
@@ -286,8 +286,18 @@ def search(
         simulated += 1
         try:
             prediction = predict_resolved(
-                sched, arch, attribute=False, exact=exact, deadline_s=deadline_s, max_events=max_events
+                sched,
+                arch,
+                attribute=False,
+                exact=exact,
+                deadline_s=deadline_s,
+                max_events=max_events,
+                horizon_us=None if best is None else best.time_us,
             )
+        except HorizonReached:  # it takes at least the best time so far: it cannot be the pick
+            tried.append(Candidate(legal.schedule, params, None, f"stopped: simulated past the best "
+                                   f"({best.time_us:.2f} us; lower bound {bound:.2f} us)", legal.origin))  # type: ignore[union-attr]  # fmt: skip
+            continue
         except ScheduleRefused as exc:
             tried.append(Candidate(legal.schedule, params, None, f"refused: {exc}", legal.origin))
             continue

@@ -110,6 +110,11 @@ class SimulationLimitExceeded(LimitExceeded):
     any machine. The message names the limit and how to raise it."""
 
 
+class HorizonReached(LimitExceeded):
+    """A simulation reached the simulated time its caller said it need not go past (a search's best
+    time so far): the kernel takes at least that long, so it cannot be the faster candidate."""
+
+
 class LaunchTooLarge(LimitExceeded):
     """A launch with more CTAs than gpusim plans (exit status 5): the work plan holds one record per CTA,
     so its size bounds the memory and time a prediction takes before the first event."""

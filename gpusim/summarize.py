@@ -37,13 +37,16 @@ def predict_resolved(
     deadline_s: float | None = None,
     max_events: int | None = DEFAULT_MAX_EVENTS,
     interval_name: str | None = None,
+    horizon_us: float | None = None,
 ) -> Prediction:
     """Simulate ``sched`` on ``arch`` (whose calibration block says which costs) and summarize.
 
     ``attribute`` records the spans the critical-path attribution needs (verdict, bottleneck); off,
     the prediction is time-only (faster; for fits and searches). ``record`` keeps the simulation on
     ``Prediction.timeline`` for traces and plots. ``interval_name`` is the name whose family picks the
-    interval's residuals (default: the schedule's name)."""
+    interval's residuals (default: the schedule's name). ``horizon_us``: raise HorizonReached as soon as
+    the predicted time (kernel plus launch) is known to reach it (a search's best so far); applied where
+    the power model is off (one simulation at a fixed clock)."""
     kwargs: dict[str, Any] = {
         "record": record or attribute,
         "deadline_s": deadline_s,
@@ -52,6 +55,8 @@ def predict_resolved(
     if _SIMULATE_TAKES_EXACT:
         kwargs["exact"] = exact
     if "power" not in mechanisms_of(arch):
+        if horizon_us is not None:
+            kwargs["horizon_ns"] = horizon_us * 1000.0 - arch.calibration.launch_overhead_ns
         with fewer_collections():
             run = simulate(sched, arch, **kwargs)
             return summarize(run, keep_timeline=record, attributed=attribute, interval_name=interval_name)

@@ -115,6 +115,22 @@ def test_auto_gemm_searches_the_tuner_space_in_bound_order() -> None:
             assert float(c.note.split("lower bound ")[1].split(" ")[0]) >= best.time_us
 
 
+def test_a_candidate_simulated_past_the_best_is_stopped_and_would_not_have_won() -> None:
+    """A candidate whose simulated time reaches the best time so far is stopped there (its kernel takes
+    at least that long); simulated to its end, each would indeed have been no faster than the pick."""
+    from gpusim.autotune import search
+    from gpusim.summarize import predict_resolved
+
+    h100 = load_arch("h100")
+    problem = {"M": 256, "N": 512, "K": 256, "dtype": "bf16"}
+    best, tried = search("auto:gemm", h100, problem, max_simulations=None)
+    stopped = [c for c in tried if c.note.startswith("stopped: simulated past the best")]
+    assert stopped and all(c.time_us is None for c in stopped)
+    for c in stopped[:: max(1, len(stopped) // 6)]:
+        sched = load_schedule(c.schedule, h100, {**problem, **c.params})
+        assert predict_resolved(sched, h100, attribute=False).time_us >= best.time_us
+
+
 @pytest.mark.parametrize("schedule", ["gemm_sync", "gemm_ws_cooperative"])
 def test_split_k_workspace_counts_in_the_lower_bound_and_never_exceeds_the_simulation(schedule: str) -> None:
     """Split-K partials (fp32, written and read back through HBM) count in a candidate's lower bound

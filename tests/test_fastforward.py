@@ -180,6 +180,19 @@ def test_work_limit_counts_events_not_seconds() -> None:
     assert SimulationLimitExceeded.exit_code == 5
 
 
+def test_a_horizon_stops_the_simulation_once_simulated_time_reaches_it() -> None:
+    """simulate(horizon_ns=...) stops as soon as the kernel is known to take at least that long, and
+    changes nothing when the kernel ends before it."""
+    from gpusim.errors import HorizonReached
+
+    arch = load_arch("h100")
+    sched = load_schedule("gemm_ws_pingpong", arch, {"M": 1024, "N": 1024, "K": 4096})
+    full = simulate(sched, arch)
+    with pytest.raises(HorizonReached):
+        simulate(sched, arch, horizon_ns=full.kernel_ns / 2)
+    assert simulate(sched, arch, horizon_ns=full.kernel_ns * 1.01).kernel_ns == full.kernel_ns
+
+
 def test_a_field_the_snapshot_does_not_know_turns_the_fast_forward_off() -> None:
     """Every Stage field is declared once (slot or occupant); an undeclared one is reported, not skipped."""
     import dataclasses

@@ -10,7 +10,13 @@ from typing import Any
 import simpy
 
 from gpusim.arch import Arch
-from gpusim.errors import DeadlockError, ScheduleRefused, SimulationLimitExceeded, UnknownNameError
+from gpusim.errors import (
+    DeadlockError,
+    HorizonReached,
+    ScheduleRefused,
+    SimulationLimitExceeded,
+    UnknownNameError,
+)
 from gpusim.mechanisms import mechanisms_of
 from gpusim.schedule.check import Budgets, check_schedule
 from gpusim.schedule.expr import ExprError
@@ -290,6 +296,7 @@ def simulate(
     max_events: int | None = DEFAULT_MAX_EVENTS,
     deadline_s: float | None = None,
     shared_tensor_core: bool | None = None,
+    horizon_ns: float | None = None,
 ) -> SimRun:
     """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
 
@@ -300,7 +307,9 @@ def simulate(
     work, so the same on any machine); past it SimulationLimitExceeded is raised (None: no limit).
     ``deadline_s`` (a ``time.perf_counter()`` value) is an optional wall-clock stop for interactive
     callers; nothing in gpusim's own commands uses it, since its outcome depends on the machine.
-    ``shared_tensor_core`` overrides the arch's ``shared_tensor`` mechanism (None: as the arch says)."""
+    ``shared_tensor_core`` overrides the arch's ``shared_tensor`` mechanism (None: as the arch says).
+    ``horizon_ns``: stop with HorizonReached once simulated time reaches it (the kernel then takes at
+    least that long; a search uses its best time so far)."""
     budgets = check_schedule(sched, arch)
     start = time.perf_counter()
     plan = plan_work(sched, arch, group_identical=group_identical)
@@ -345,6 +354,9 @@ def simulate(
                                           f"deadline after {events:,} events")  # fmt: skip
         if ff is not None and ff.pending is not None:
             skipped += ff.checkpoint(events)
+        if horizon_ns is not None and env.now >= horizon_ns:
+            raise HorizonReached(f"{sched.name} on {arch.id}: simulated time reached {horizon_ns / 1000:.2f} us "
+                                 f"after {events:,} events")  # fmt: skip
     blocked = [r for r in builder.runners if not r.finished]
     if blocked:
         sites: dict[tuple[str, str], list[Any]] = {}

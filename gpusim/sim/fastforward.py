@@ -736,7 +736,9 @@ def _stale_timer(ev: simpy.Event) -> bool:
     return True
 
 
-def _live_queue(queue: list[tuple[float, int, int, simpy.Event]]) -> list[tuple[float, int, int, simpy.Event]]:
+def _live_queue(
+    queue: list[tuple[float, int, int, simpy.Event]],
+) -> list[tuple[float, int, int, simpy.Event]]:
     return [entry for entry in queue if not _stale_timer(entry[3])]
 
 
