@@ -22,7 +22,7 @@ from gpusim.schedule.check import Budgets, check_schedule
 from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
-from gpusim.sim.fastforward import FastForward, Jump
+from gpusim.sim.fastforward import FastForward, Jump, stale_timer
 from gpusim.sim.hardware import PIPES, Rates, SimSM
 from gpusim.sim.interp import Cta, RoleRunner
 from gpusim.sim.l2cache import panel_miss_fractions
@@ -336,11 +336,19 @@ def simulate(
     events = skipped = 0
     limit = max_events if max_events is not None else -1
     step = env.step
+    queue = env._queue  # type: ignore[attr-defined]
+    last_ns = 0.0
     while True:
-        try:
-            step()
-        except simpy.core.EmptySchedule:
+        if not queue:
             break
+        head_ns, _prio, _eid, head = queue[0]
+        # Only events that run simulation code count as work and can end the kernel: not an event nothing
+        # waits on, nor a network or tensor-core timer whose rates changed since it was set.
+        live = bool(head.callbacks) and not stale_timer(head)
+        step()
+        if not live:
+            continue
+        last_ns = head_ns
         events += 1
         if events == replay_at:
             check_untimed(sched, arch, plan, after_events=events)
@@ -371,7 +379,7 @@ def simulate(
         more = f" and {len(sites) - 4} more" if len(sites) > 4 else ""
         raise DeadlockError(f"{sched.name} on {arch.id}: deadlock at t={env.now / 1000:.3f} us; blocked roles: "
                             f"{lines}{more}")  # fmt: skip
-    kernel_ns = env.now
+    kernel_ns = last_ns  # the last event that ran simulation code (a stale timer after it ends nothing)
     return SimRun(sched=sched, arch=arch, budgets=budgets, plan=plan, kernel_ns=kernel_ns, sms=builder.sms,
                   net=net, runners=builder.runners, rings=builder.rings, wall_s=time.perf_counter() - start,
                   events=events, skipped_events=skipped, jumps=ff.jumps if ff else [], exact=exact,

@@ -717,7 +717,7 @@ def _accumulators(ff: FastForward) -> list[tuple[Any, str]]:
     return out
 
 
-def _stale_timer(ev: simpy.Event) -> bool:
+def stale_timer(ev: simpy.Event) -> bool:
     """A queued timer of the flow network or a shared tensor core whose rates changed since it was set:
     it does nothing when it fires, so it is not state (and a jump may drop it)."""
     cbs = ev.callbacks
@@ -739,7 +739,7 @@ def _stale_timer(ev: simpy.Event) -> bool:
 def _live_queue(
     queue: list[tuple[float, int, int, simpy.Event]],
 ) -> list[tuple[float, int, int, simpy.Event]]:
-    return [entry for entry in queue if not _stale_timer(entry[3])]
+    return [entry for entry in queue if not stale_timer(entry[3])]
 
 
 class _Capture:
