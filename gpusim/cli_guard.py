@@ -207,6 +207,9 @@ def check_output_path(path: str | None, option: str, suffixes: Iterable[str]) ->
             raise InputError(f"{option} '{shown}': directory '{quote(parent)}' does not exist")
         if not os.access(parent, os.W_OK | os.X_OK):
             raise InputError(f"{option} '{shown}': directory '{quote(parent)}' is not writable")
+        if target.exists() and not target.is_file():  # a FIFO would block the write with no reader
+            raise InputError(f"{option} '{shown}': not a regular file (a FIFO, device or socket); "
+                             "expected a file name")  # fmt: skip
         if target.exists() and not os.access(target, os.W_OK):
             raise InputError(f"{option} '{shown}': the file exists and is not writable")
         if not target.exists():

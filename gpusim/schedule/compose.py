@@ -206,6 +206,9 @@ def _guarded(statements: list[Any], condition: Any) -> list[Any]:
         return statements
     out = []
     for stmt in statements:
+        if not isinstance(stmt, (str, dict)):  # not a statement: left for the statement check to refuse
+            out.append(stmt)
+            continue
         stmt = {stmt: None} if isinstance(stmt, str) else dict(stmt)
         stmt["if"] = both(condition, stmt.get("if"))
         out.append(stmt)
