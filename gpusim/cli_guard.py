@@ -4,6 +4,7 @@ any work starts."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -90,8 +91,36 @@ def _usage_hint(exc: Any) -> str:
     return f"see '{path} --help'"
 
 
+class _ClosedStream:
+    """Stands for a standard stream the command was started without (``>&-``): Python leaves
+    ``sys.stdout`` None then; writing it is refused like writing a bad descriptor."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "the output descriptor is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "the output descriptor is closed")
+
+
+def _standard_streams() -> None:
+    """A closed stdout fails on the first write (one line, status 2); a closed stderr swallows the line."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream()  # type: ignore[assignment]
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+
+
 def run_guarded(app: Callable[..., Any]) -> NoReturn:
     """Run the typer ``app`` and exit with a documented status; every failure is one line on stderr."""
+    _standard_streams()
     try:
         rv = app(standalone_mode=False)
     except GpusimError as exc:
