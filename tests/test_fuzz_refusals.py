@@ -63,6 +63,8 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
         tcgen05.replace("        - when: is_last_split\n          do:\n", "        - when: is_last_split\n"
                         "          do:\n          - - sts: {buf: c, bytes: 1}\n", 1), encoding="utf-8")  # fmt: skip
     (tmp / "parts").symlink_to(ROOT / "schedules" / "parts")
+    sync_text = (ROOT / "schedules" / "gemm_sync.yaml").read_text(encoding="utf-8")
+    (tmp / "args5.yaml").write_text(sync_text + "templates:\n  warp_gemm:\n    args: 5\n", encoding="utf-8")
     sync = ["predict", "gemm_sync", "--arch", "v100", *TINY, "-q", "--json"]
     return [
         ("fit: only commas", ["calibrate", deepbench, "--arch", "v100", "--fit", ",", "--dry-run"], 2),
@@ -117,6 +119,11 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
         (
             "schedule: a list among a when block's statements",
             ["predict", str(tmp / "gemm_tcgen05.yaml"), "--arch", "b200", *TINY, "-q"],
+            2,
+        ),
+        (
+            "schedule: a template's args not a mapping",
+            ["predict", str(tmp / "args5.yaml"), *TINY[:2], "-q"],
             2,
         ),
         ("schedule: negative metrics.flops", ["predict", str(tmp / "flops.yaml"), "-q", "--json"], 2),
