@@ -242,3 +242,28 @@ def test_calls_the_signature_cannot_bind_raise_a_gpusim_error(call: object) -> N
     with pytest.raises(gpusim.ArgumentError, match=r"^gpusim\.\w+: .*; it takes \(") as info:
         call()  # type: ignore[operator]
     assert isinstance(info.value, TypeError) and isinstance(info.value, gpusim.GpusimError)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "loop"])
+def test_a_hostile_file_in_the_calibration_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     kind: str) -> None:  # fmt: skip
+    """A FIFO or a symlink loop where ``calibrate`` would write its overlay is refused before the fit (the
+    write blocked forever; the loop was a RuntimeError), and predictions skip it as no overlay."""
+    overlays = tmp_path / "overlays"
+    overlays.mkdir()
+    target = overlays / "h100.yaml"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to(target)
+    rows = tmp_path / "rows.csv"
+    rows.write_text(f"{CSV_HEADER}\n{CSV_ROW}\n", encoding="utf-8")
+    monkeypatch.setenv("GPUSIM_CALIBRATION_DIR", str(overlays))
+    calibrate = run_forked(
+        ["calibrate", str(rows), "--arch", "h100", "-q", "--fit", "latency_scale"], timeout_s=60.0
+    )
+    assert calibrate.rc == 2 and not problems(calibrate), describe(calibrate)
+    predict = run_forked(
+        ["predict", "gemm_ws_pingpong", "--arch", "h100", *TINY, "-q", "--json"], timeout_s=60.0
+    )
+    assert predict.rc == 0 and not problems(predict), describe(predict)

@@ -57,18 +57,27 @@ def overlay_files() -> list[Path]:
     found: dict[str, Path] = {}
     for directory in (shipped_overlays_dir(), user_overlays_dir()):
         if directory.is_dir():
-            found.update({p.stem: p for p in sorted(directory.glob("*.yaml"))})
+            # regular files only, as find_overlay (a symlink loop or a FIFO named *.yaml is no overlay)
+            found.update({p.stem: p for p in sorted(directory.glob("*.yaml")) if p.is_file()})
     return [found[k] for k in sorted(found)]
 
 
 def read_overlay_file(path: Path) -> dict[str, Any]:
     """The ``calibration`` mapping of an overlay file."""
-    return dict(_read_overlay_cached(Path(path).resolve(), Path(path).stat().st_mtime_ns)[1])
+    return dict(_read_overlay_cached(*_cache_key(path))[1])
 
 
 def read_overlay_arch(path: Path) -> str | None:
     """The arch id an overlay file was fitted for (its ``arch`` key), if it names one."""
-    return _read_overlay_cached(Path(path).resolve(), Path(path).stat().st_mtime_ns)[0]
+    return _read_overlay_cached(*_cache_key(path))[0]
+
+
+def _cache_key(path: Path) -> tuple[Path, int]:
+    """The resolved path and its modification time; a symlink loop or a missing file is one line."""
+    try:
+        return Path(path).resolve(), Path(path).stat().st_mtime_ns
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise InputError(f"{quote(str(path))}: cannot read the overlay ({quote(str(exc), 120)})") from None
 
 
 @cache
