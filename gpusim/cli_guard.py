@@ -205,6 +205,21 @@ def _probe_create(target: Path) -> None:
     target.unlink()
 
 
+def refuse_overwriting_an_input(out: str | None, option: str, inputs: dict[str, str | None]) -> None:
+    """Refuse an output path that names one of the command's input files (``{option: path}``), which the
+    run would overwrite with its results."""
+    if out is None:
+        return
+    for input_option, path in inputs.items():
+        try:
+            same = path is not None and os.path.samefile(out, path)
+        except (OSError, ValueError):  # either one missing or unreadable: not the same file
+            same = False
+        if same:
+            raise InputError(f"{option} '{quote(out)}' is the {input_option} file: the results would overwrite "
+                             "the input; write them to another file")  # fmt: skip
+
+
 def check_output_path(path: str | None, option: str, suffixes: Iterable[str]) -> Path | None:
     """Refuse, before any work starts, an output path that cannot be written as asked: a missing or
     read-only directory, a directory in place of a file, or a suffix other than ``suffixes``."""

@@ -63,6 +63,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
         tcgen05.replace("        - when: is_last_split\n          do:\n", "        - when: is_last_split\n"
                         "          do:\n          - - sts: {buf: c, bytes: 1}\n", 1), encoding="utf-8")  # fmt: skip
     (tmp / "parts").symlink_to(ROOT / "schedules" / "parts")
+    (tmp / "problems.csv").write_text("M,N,K\n256,256,256\n", encoding="utf-8")
     sync_text = (ROOT / "schedules" / "gemm_sync.yaml").read_text(encoding="utf-8")
     (tmp / "args5.yaml").write_text(sync_text + "templates:\n  warp_gemm:\n    args: 5\n", encoding="utf-8")
     sync = ["predict", "gemm_sync", "--arch", "v100", *TINY, "-q", "--json"]
