@@ -615,6 +615,10 @@ def calibrate_cmd(
     from gpusim.mechanisms import with_model
 
     base = with_model(load_arch(arch, costs="datasheet"), model)
+    if (
+        not dry_run and not out and user_overlay_path(base.id).parent.is_dir()
+    ):  # a FIFO or a loop there: refused now
+        check_output_path(str(user_overlay_path(base.id)), "calibration overlay", YAML_SUFFIXES)
     with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
         result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
                            on_progress=progress, use_micro=not no_micro)  # fmt: skip

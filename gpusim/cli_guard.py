@@ -4,6 +4,7 @@ any work starts."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -90,8 +91,36 @@ def _usage_hint(exc: Any) -> str:
     return f"see '{path} --help'"
 
 
+class _ClosedStream:
+    """Stands for a standard stream the command was started without (``>&-``): Python leaves
+    ``sys.stdout`` None then; writing it is refused like writing a bad descriptor."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "the output descriptor is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "the output descriptor is closed")
+
+
+def _standard_streams() -> None:
+    """A closed stdout fails on the first write (one line, status 2); a closed stderr swallows the line."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream()  # type: ignore[assignment]
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+
+
 def run_guarded(app: Callable[..., Any]) -> NoReturn:
     """Run the typer ``app`` and exit with a documented status; every failure is one line on stderr."""
+    _standard_streams()
     try:
         rv = app(standalone_mode=False)
     except GpusimError as exc:
@@ -176,6 +205,21 @@ def _probe_create(target: Path) -> None:
     target.unlink()
 
 
+def refuse_overwriting_an_input(out: str | None, option: str, inputs: dict[str, str | None]) -> None:
+    """Refuse an output path that names one of the command's input files (``{option: path}``), which the
+    run would overwrite with its results."""
+    if out is None:
+        return
+    for input_option, path in inputs.items():
+        try:
+            same = path is not None and os.path.samefile(out, path)
+        except (OSError, ValueError):  # either one missing or unreadable: not the same file
+            same = False
+        if same:
+            raise InputError(f"{option} '{quote(out)}' is the {input_option} file: the results would overwrite "
+                             "the input; write them to another file")  # fmt: skip
+
+
 def check_output_path(path: str | None, option: str, suffixes: Iterable[str]) -> Path | None:
     """Refuse, before any work starts, an output path that cannot be written as asked: a missing or
     read-only directory, a directory in place of a file, or a suffix other than ``suffixes``."""
@@ -207,6 +251,9 @@ def check_output_path(path: str | None, option: str, suffixes: Iterable[str]) ->
             raise InputError(f"{option} '{shown}': directory '{quote(parent)}' does not exist")
         if not os.access(parent, os.W_OK | os.X_OK):
             raise InputError(f"{option} '{shown}': directory '{quote(parent)}' is not writable")
+        if target.exists() and not target.is_file():  # a FIFO would block the write with no reader
+            raise InputError(f"{option} '{shown}': not a regular file (a FIFO, device or socket); "
+                             "expected a file name")  # fmt: skip
         if target.exists() and not os.access(target, os.W_OK):
             raise InputError(f"{option} '{shown}': the file exists and is not writable")
         if not target.exists():

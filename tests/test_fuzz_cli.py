@@ -165,3 +165,38 @@ def test_hostile_stored_row_results_are_refused_before_work(tmp_path: Path, cont
     assert outcome.rc == 2, outcome.stderr
     assert not problems(outcome)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def _real_run(args: list[str], *, close: int | None = None, broken_pipe: bool = False) -> tuple[int, str]:
+    """``python -m gpusim <args>`` in a real process: started with descriptor ``close`` closed, or with
+    stdout a pipe whose reader is gone before the first write (``| head -c1``); (status, stderr)."""
+    import subprocess
+    import sys
+
+    def start() -> None:
+        if close is not None:
+            os.close(close)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpusim", *args],
+        stdout=subprocess.PIPE if broken_pipe else subprocess.DEVNULL,
+        stderr=subprocess.PIPE if close != 2 else subprocess.DEVNULL,
+        preexec_fn=start,  # closes one descriptor in the child, nothing else
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    if broken_pipe:
+        assert proc.stdout is not None
+        proc.stdout.close()
+    _, err = proc.communicate(timeout=TIME_BOUND_S)
+    return proc.returncode, (err or b"").decode("utf-8", "replace")
+
+
+def test_closed_and_broken_standard_streams() -> None:
+    """A table cut short by its reader (rich would exit 1) ends with 0 and nothing on stderr; a closed
+    stdout is one line and status 2 (was an AttributeError traceback); a closed stderr keeps the status."""
+    rc, err = _real_run(["archs", "show", "h100"], broken_pipe=True)
+    assert (rc, err) == (0, ""), err[-400:]
+    rc, err = _real_run(["schedules"], close=1)
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "closed" in err, err[-400:]
+    rc, _ = _real_run(["predict", "nope"], close=2)
+    assert rc == 2

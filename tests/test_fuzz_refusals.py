@@ -7,9 +7,13 @@ Deterministic; the whole file runs in a few seconds."""
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from fuzzkit import describe, problems, run_forked
 
 import gpusim
@@ -31,6 +35,15 @@ def _arch(tmp_path: Path, name: str, old: str, new: str) -> str:
     return str(path)
 
 
+def _overlay(tmp: Path, name: str, edit: Callable[[dict[str, Any]], object]) -> str:
+    """The shipped h100 overlay with ``edit`` applied to its ``provenance.residuals``."""
+    data = yaml.safe_load((archs_dir() / "calibrated" / "h100.yaml").read_text(encoding="utf-8"))
+    edit(data["calibration"]["provenance"]["residuals"])
+    path = tmp / f"overlay_{name}.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return str(path)
+
+
 def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
     """(name, gpusim arguments, expected exit status)."""
     deepbench = str(builtin_dir("data") / "measurements" / "deepbench_v100_gemm.csv")
@@ -43,6 +56,16 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
         f"{CSV_HEADER}\n{CSV_ROW.replace('n,', 'n' + chr(0) + ',')}\n", encoding="utf-8"
     )
     overlay = str(archs_dir() / "calibrated" / "h100.yaml")
+    ws = ["predict", "gemm_ws_pingpong", "--arch", "h100", *TINY, "-q", "--json"]
+    os.mkfifo(tmp / "fifo.json")
+    tcgen05 = (ROOT / "schedules" / "gemm_tcgen05.yaml").read_text(encoding="utf-8")
+    (tmp / "gemm_tcgen05.yaml").write_text(
+        tcgen05.replace("        - when: is_last_split\n          do:\n", "        - when: is_last_split\n"
+                        "          do:\n          - - sts: {buf: c, bytes: 1}\n", 1), encoding="utf-8")  # fmt: skip
+    (tmp / "parts").symlink_to(ROOT / "schedules" / "parts")
+    (tmp / "problems.csv").write_text("M,N,K\n256,256,256\n", encoding="utf-8")
+    sync_text = (ROOT / "schedules" / "gemm_sync.yaml").read_text(encoding="utf-8")
+    (tmp / "args5.yaml").write_text(sync_text + "templates:\n  warp_gemm:\n    args: 5\n", encoding="utf-8")
     sync = ["predict", "gemm_sync", "--arch", "v100", *TINY, "-q", "--json"]
     return [
         ("fit: only commas", ["calibrate", deepbench, "--arch", "v100", "--fit", ",", "--dry-run"], 2),
@@ -78,6 +101,32 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
         ),
         ("arch: an id with a newline", ["archs", "show", _arch(tmp, "nl", "id: h100", 'id: "h100\\n"')], 2),
         ("overlay fitted for another arch", [*sync, "--overlay", overlay], 2),
+        (
+            "overlay: residuals without n",
+            [*ws, "--overlay", _overlay(tmp, "no_n", lambda r: r["gemm"].pop("n"))],
+            2,
+        ),
+        (
+            "overlay: a NaN quantile",
+            [*ws, "--overlay", _overlay(tmp, "nan_q", lambda r: r["gemm"].update(q90=math.nan))],
+            2,
+        ),
+        (
+            "overlay: residuals a list",
+            [*ws, "--overlay", _overlay(tmp, "list", lambda r: r.update(gemm=[1]))],
+            2,
+        ),
+        ("trace: a FIFO (the write would block)", [*sync, "--trace", str(tmp / "fifo.json")], 2),
+        (
+            "schedule: a list among a when block's statements",
+            ["predict", str(tmp / "gemm_tcgen05.yaml"), "--arch", "b200", *TINY, "-q"],
+            2,
+        ),
+        (
+            "schedule: a template's args not a mapping",
+            ["predict", str(tmp / "args5.yaml"), *TINY[:2], "-q"],
+            2,
+        ),
         ("schedule: negative metrics.flops", ["predict", str(tmp / "flops.yaml"), "-q", "--json"], 2),
         ("csv: an unclosed quote", ["validate", str(tmp / "unclosed.csv"), "-j", "1", "-q", "--json"], 2),
         ("csv: a NUL byte", ["validate", str(tmp / "nul.csv"), "-j", "1", "-q", "--json"], 2),
@@ -194,3 +243,28 @@ def test_calls_the_signature_cannot_bind_raise_a_gpusim_error(call: object) -> N
     with pytest.raises(gpusim.ArgumentError, match=r"^gpusim\.\w+: .*; it takes \(") as info:
         call()  # type: ignore[operator]
     assert isinstance(info.value, TypeError) and isinstance(info.value, gpusim.GpusimError)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "loop"])
+def test_a_hostile_file_in_the_calibration_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     kind: str) -> None:  # fmt: skip
+    """A FIFO or a symlink loop where ``calibrate`` would write its overlay is refused before the fit (the
+    write blocked forever; the loop was a RuntimeError), and predictions skip it as no overlay."""
+    overlays = tmp_path / "overlays"
+    overlays.mkdir()
+    target = overlays / "h100.yaml"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to(target)
+    rows = tmp_path / "rows.csv"
+    rows.write_text(f"{CSV_HEADER}\n{CSV_ROW}\n", encoding="utf-8")
+    monkeypatch.setenv("GPUSIM_CALIBRATION_DIR", str(overlays))
+    calibrate = run_forked(
+        ["calibrate", str(rows), "--arch", "h100", "-q", "--fit", "latency_scale"], timeout_s=60.0
+    )
+    assert calibrate.rc == 2 and not problems(calibrate), describe(calibrate)
+    predict = run_forked(
+        ["predict", "gemm_ws_pingpong", "--arch", "h100", *TINY, "-q", "--json"], timeout_s=60.0
+    )
+    assert predict.rc == 0 and not problems(predict), describe(predict)

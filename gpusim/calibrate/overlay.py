@@ -7,6 +7,7 @@ directory) or to ``--out``, never into the installed package. A user overlay tak
 
 from __future__ import annotations
 
+import math
 import os
 from functools import cache
 from pathlib import Path
@@ -56,18 +57,27 @@ def overlay_files() -> list[Path]:
     found: dict[str, Path] = {}
     for directory in (shipped_overlays_dir(), user_overlays_dir()):
         if directory.is_dir():
-            found.update({p.stem: p for p in sorted(directory.glob("*.yaml"))})
+            # regular files only, as find_overlay (a symlink loop or a FIFO named *.yaml is no overlay)
+            found.update({p.stem: p for p in sorted(directory.glob("*.yaml")) if p.is_file()})
     return [found[k] for k in sorted(found)]
 
 
 def read_overlay_file(path: Path) -> dict[str, Any]:
     """The ``calibration`` mapping of an overlay file."""
-    return dict(_read_overlay_cached(Path(path).resolve(), Path(path).stat().st_mtime_ns)[1])
+    return dict(_read_overlay_cached(*_cache_key(path))[1])
 
 
 def read_overlay_arch(path: Path) -> str | None:
     """The arch id an overlay file was fitted for (its ``arch`` key), if it names one."""
-    return _read_overlay_cached(Path(path).resolve(), Path(path).stat().st_mtime_ns)[0]
+    return _read_overlay_cached(*_cache_key(path))[0]
+
+
+def _cache_key(path: Path) -> tuple[Path, int]:
+    """The resolved path and its modification time; a symlink loop or a missing file is one line."""
+    try:
+        return Path(path).resolve(), Path(path).stat().st_mtime_ns
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise InputError(f"{quote(str(path))}: cannot read the overlay ({quote(str(exc), 120)})") from None
 
 
 @cache
@@ -79,7 +89,44 @@ def _read_overlay_cached(path: Path, _mtime_ns: int) -> tuple[str | None, dict[s
     arch = data.get("arch")
     if arch is not None and not isinstance(arch, str):
         raise InputError(f"{path}: field 'arch': expected an arch id (text), got {quote(repr(arch), 60)}")
+    _check_provenance(path, cal.get("provenance"))
     return arch, cal
+
+
+_QUANTILES = ("q10", "q50", "q90")
+
+
+def _check_provenance(path: Path, provenance: Any) -> None:
+    """The parts of ``provenance`` predictions read: a mapping, and its ``residuals`` (per family: ``n``
+    rows, a count, and the quantiles q10 <= q50 <= q90 of log(measured/predicted), finite numbers)."""
+    if provenance is None:
+        return
+    if not isinstance(provenance, dict):
+        raise InputError(f"{path}: field 'calibration.provenance': expected a mapping, "
+                         f"got {quote(repr(provenance), 60)}")  # fmt: skip
+    residuals = provenance.get("residuals")
+    if residuals is None:
+        return
+    if not isinstance(residuals, dict):
+        raise InputError(f"{path}: field 'calibration.provenance.residuals': expected a mapping of schedule "
+                         f"families, got {quote(repr(residuals), 60)}")  # fmt: skip
+    for family, q in residuals.items():
+        field = f"calibration.provenance.residuals.{quote(str(family), 40)}"
+        if not isinstance(q, dict):
+            raise InputError(f"{path}: field '{field}': expected a mapping with n, q10, q50, q90, "
+                             f"got {quote(repr(q), 60)}")  # fmt: skip
+        n = q.get("n")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise InputError(f"{path}: field '{field}.n': expected a row count (an integer >= 0), "
+                             f"got {quote(repr(n), 60)}")  # fmt: skip
+        for key in _QUANTILES:
+            x = q.get(key)
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or abs(x) > 50:
+                raise InputError(f"{path}: field '{field}.{key}': expected a finite number (a log ratio, "
+                                 f"|x| <= 50), got {quote(repr(x), 60)}")  # fmt: skip
+        if not q["q10"] <= q["q50"] <= q["q90"]:
+            raise InputError(f"{path}: field '{field}': expected q10 <= q50 <= q90, got "
+                             f"{q['q10']}, {q['q50']}, {q['q90']}")  # fmt: skip
 
 
 def write_overlay(path: Path, arch_id: str, calibration: dict[str, Any]) -> None:

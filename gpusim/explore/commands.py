@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpusim.cli_guard import PLOT_SUFFIXES, check_output_path, write_json
+from gpusim.cli_guard import PLOT_SUFFIXES, check_output_path, refuse_overwriting_an_input, write_json
 from gpusim.errors import InputError, quote
 from gpusim.explore.cli_args import archs_option as _archs
 from gpusim.explore.cli_args import parse_sets as _parse_sets
@@ -108,6 +108,7 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             output_format(out)
             check_output_path(out, "--out", (".parquet", ".csv"))
+            refuse_overwriting_an_input(out, "--out", {"--problems": problems})
         if resume and out is None:
             raise InputError("--resume needs --out (the file of the run to resume)")
         if top < 0:

@@ -50,7 +50,16 @@ def make_console(stderr: bool = False) -> Console:
     target = stream if stream.isatty() else _AsciiBoxes(stream)
     width = output_width(stream)
     # a height alongside the width keeps rich from assuming 80x25 on a forced "dumb" terminal
-    return Console(file=target, width=width, height=25 if width else None, highlight=False)
+    return _Console(file=target, width=width, height=25 if width else None, highlight=False)
+
+
+class _Console(Console):
+    """A rich console whose reader going away (``| head``) raises BrokenPipeError, which the CLI guard
+    ends with exit status 0, instead of rich's own ``SystemExit(1)`` (a status the CLI does not document)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
 
 
 def write_csv(rows: list[dict[str, Any]], stream: Any = None) -> None:

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gpusim.errors import InputError, UnknownNameError
+from gpusim.errors import InputError, UnknownNameError, quote
 from gpusim.resources import builtin_dir
 from gpusim.yamlio import read_yaml_mapping
 
@@ -35,7 +35,9 @@ def compose(data: dict[str, Any], path: Path | None) -> dict[str, Any]:
     merged = _merged(data, path, ())
     templates = merged.pop("templates", None) or {}
     if not isinstance(templates, dict):
-        raise InputError(f"{src}: templates: expected a mapping of template names, got {templates!r}")
+        raise InputError(
+            f"{src}: templates: expected a mapping of template names, got {quote(repr(templates), 60)}"
+        )
     roles = merged.get("roles")
     if isinstance(roles, dict):
         merged["roles"] = {
@@ -55,7 +57,7 @@ def _merged(data: dict[str, Any], path: Path | None, seen: tuple[Path, ...]) -> 
         bases = [bases]
     if not isinstance(bases, list) or not all(isinstance(b, str) for b in bases):
         raise InputError(
-            f"{path}: extends: expected a schedule name, a part or a list of them, got {bases!r}"
+            f"{path}: extends: expected a schedule name, a part or a list of them, got {quote(repr(bases), 60)}"
         )
     merged: dict[str, Any] = {}
     for base in bases:
@@ -111,10 +113,15 @@ def _template(templates: dict[str, Any], name: Any, kind: str, where: str) -> di
 
 def _arguments(template: dict[str, Any], given: Any, name: str, where: str) -> dict[str, Any]:
     defaults = template.get("args") or {}
+    if not isinstance(defaults, dict):
+        raise InputError(f"{where}.use: template '{quote(name, 60)}': args: expected a mapping of argument names "
+                         f"to defaults (null: required), got {quote(repr(defaults), 60)}")  # fmt: skip
     if given is None:
         given = {}
     if not isinstance(given, dict):
-        raise InputError(f"{where}.with: expected a mapping of template arguments, got {given!r}")
+        raise InputError(
+            f"{where}.with: expected a mapping of template arguments, got {quote(repr(given), 60)}"
+        )
     for key in given:
         if key not in defaults:
             raise UnknownNameError(
@@ -206,6 +213,9 @@ def _guarded(statements: list[Any], condition: Any) -> list[Any]:
         return statements
     out = []
     for stmt in statements:
+        if not isinstance(stmt, (str, dict)):  # not a statement: left for the statement check to refuse
+            out.append(stmt)
+            continue
         stmt = {stmt: None} if isinstance(stmt, str) else dict(stmt)
         stmt["if"] = both(condition, stmt.get("if"))
         out.append(stmt)
