@@ -6,6 +6,7 @@ on the time and on every utilization and byte counter (within 0.5%; in practice 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,8 @@ from gpusim.report.trace import trace_events
 from gpusim.schedule.load import _read_spec, builtin_schedule_names, load_schedule, schedule_path
 from gpusim.sim.engine import simulate
 from gpusim.summarize import summarize
+
+SCHEDULES = Path(__file__).resolve().parent.parent / "schedules"
 
 TOLERANCE = 0.005
 
@@ -221,6 +224,32 @@ def test_a_billion_k_iterations_fast_forward_in_few_events() -> None:
     sched = load_schedule("gemm_ws_pingpong", arch, {"M": 256, "N": 256, "K": 1_000_000_000})
     run = simulate(sched, arch, max_events=200_000)
     assert run.jumps and run.skipped_events > 500_000 * run.events
+
+
+def test_a_loop_of_10_to_the_12_iterations_past_its_guards_is_checked_by_bisection(tmp_path: Path) -> None:
+    """A mainloop bound far past the k-tiles its guards allow (`for: {k: [0, 10**12]}` in CUTLASS 2.x's
+    MmaPipelined): every jump checks that the guard `k + 1 < k_end` stays false over the skipped
+    periods, which used to take one evaluation per period (hours); interval bisection proves it in a
+    few dozen. The kernel is absurd, the prediction finishes."""
+    parts = SCHEDULES / "parts"
+    warps = (
+        (parts / "gemm_warps.yaml").read_text().replace("for: {k: [k_begin, k_end]}", "for: {k: [0, 10**12]}")
+    )
+    (tmp_path / "warps.yaml").write_text(warps)
+    mma = (
+        (parts / "gemm_mma_sync.yaml").read_text().replace("extends: parts/gemm_warps", "extends: warps.yaml")
+    )
+    (tmp_path / "mma.yaml").write_text(mma)
+    sync = (
+        (SCHEDULES / "gemm_sync.yaml")
+        .read_text()
+        .replace("extends: parts/gemm_mma_sync", "extends: mma.yaml")
+    )
+    (tmp_path / "gemm_sync.yaml").write_text(sync)
+    arch = load_arch("v100")
+    sched = load_schedule(str(tmp_path / "gemm_sync.yaml"), arch, {"M": 256, "N": 256, "K": 256})
+    run = simulate(sched, arch, max_events=200_000)
+    assert run.jumps and run.skipped_events > 10**9
 
 
 def test_tile_level_periods_are_found_across_mainloop_jumps() -> None:

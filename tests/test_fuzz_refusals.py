@@ -66,8 +66,32 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
     (tmp / "problems.csv").write_text("M,N,K\n256,256,256\n", encoding="utf-8")
     sync_text = (ROOT / "schedules" / "gemm_sync.yaml").read_text(encoding="utf-8")
     (tmp / "args5.yaml").write_text(sync_text + "templates:\n  warp_gemm:\n    args: 5\n", encoding="utf-8")
+    stream_text = (ROOT / "schedules" / "stream.yaml").read_text(encoding="utf-8")
+    (tmp / "nl_name.yaml").write_text(stream_text.replace("schedule: stream\n", 'schedule: "a\\nb"\n', 1))
+    (tmp / "empty_name.yaml").write_text(stream_text.replace("schedule: stream\n", "schedule: ''\n", 1))
+    parts = ROOT / "schedules" / "parts"
+    warps = (parts / "gemm_warps.yaml").read_text(encoding="utf-8")
+    (tmp / "frac_warps.yaml").write_text(warps.replace("for: {k: [k_begin, k_end]}", "for: {k: [0, 2.5]}", 1))
+    mma = (parts / "gemm_mma_sync.yaml").read_text(encoding="utf-8")
+    (tmp / "frac_mma.yaml").write_text(
+        mma.replace("extends: parts/gemm_warps", "extends: frac_warps.yaml", 1)
+    )
+    (tmp / "frac_sync.yaml").write_text(
+        sync_text.replace("extends: parts/gemm_mma_sync", "extends: frac_mma.yaml", 1)
+    )
     sync = ["predict", "gemm_sync", "--arch", "v100", *TINY, "-q", "--json"]
     return [
+        (
+            "schedule: a loop bound of 2.5",
+            ["predict", str(tmp / "frac_sync.yaml"), "--arch", "v100", *TINY, "-q"],
+            2,
+        ),
+        (
+            "schedule: a name with a newline",
+            ["predict", str(tmp / "nl_name.yaml"), "--arch", "h100", "-q"],
+            2,
+        ),
+        ("schedule: an empty name", ["predict", str(tmp / "empty_name.yaml"), "--arch", "h100", "-q"], 2),
         ("fit: only commas", ["calibrate", deepbench, "--arch", "v100", "--fit", ",", "--dry-run"], 2),
         (
             "fit: a name twice",

@@ -230,8 +230,12 @@ class _Replayer:
             raise _GiveUp from None
 
     def _int(self, expr: Any, state: _State) -> int:
-        """A loop bound or count, truncated as the interpreter does (anything else: give up)."""
-        return _whole(self._eval(expr, state))
+        """A loop bound or count, a whole number as the interpreter requires (anything else: give up, and
+        the simulation reports it with its path)."""
+        value = self._eval(expr, state)
+        if isinstance(value, float) and value != value // 1:
+            raise _GiveUp
+        return _whole(value)
 
     def _block(self, stmts: tuple[Stmt, ...], state: _State) -> None:
         for stmt in stmts:

@@ -6,14 +6,18 @@ of statements validated by :mod:`gpusim.schedule.program`.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictStr, field_validator
 
+from gpusim.errors import quote
 from gpusim.schedule.fields import ExprLike, RawCount, RawSize, StrictModel
 from gpusim.schedule.program import InstrClass, Program
 
 _Model = StrictModel
+SCHEDULE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+"""What a schedule's ``schedule:`` name may be."""
 
 
 class SchedulerSpec(_Model):
@@ -183,6 +187,14 @@ class ScheduleSpec(_Model):
     """Named, event, turnstile and cluster barriers."""
     roles: dict[str, RoleSpec]
     """Roles and their programs (at least one)."""
+
+    @field_validator("schedule")
+    @classmethod
+    def _a_name(cls, name: str | None) -> str | None:
+        if name is not None and not SCHEDULE_NAME.fullmatch(name):
+            raise ValueError(f"'{quote(name)}': a schedule name is 1 to 128 letters, digits, '_', '.' or '-' (it "
+                             "names the kernel in every report, and '+' joins kernels in a measured row)")  # fmt: skip
+        return name
 
     @field_validator("roles")
     @classmethod

@@ -1084,6 +1084,13 @@ def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
             if good < checked or periods <= checked:
                 return min(good, periods)
             first = checked + 1
+    if not (uses_unit and d_tile) and not moves_by and periods - first >= _BISECT_PERIODS:
+        good = _holds_expr_bisected(expr, env, moving, value, first, periods)
+        if key is not None:
+            if len(verdicts) >= _MAX_VERDICTS:
+                verdicts.clear()
+            verdicts[key] = (periods, good)
+        return good
     good = periods
     for m in range(first, periods + 1):
         if uses_unit and d_tile:
@@ -1124,6 +1131,35 @@ def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
         except Exception:
             return m - 1
     return periods
+
+
+_BISECT_PERIODS = 64
+"""Past this many periods to check, a read of moving loop variables is checked by interval bisection
+(gpusim/sim/piecewise.py) instead of one evaluation per period: a loop of 10**12 iterations is checked in
+a few dozen evaluations."""
+
+
+def _holds_expr_bisected(expr: Any, env: dict[str, Any], moving: list[tuple[str, Any, int]], value: Any,
+                         first: int, periods: int) -> int:  # fmt: skip
+    """How many periods (``first - 1`` checked already) a read keeps its observed ``value`` while its
+    moving names advance linearly; exact (proved by interval arithmetic, or evaluated point by point)."""
+    from gpusim.sim.piecewise import IntervalEval, Linear, first_change
+
+    try:
+        bounds: IntervalEval | None = IntervalEval(
+            expr, "\0periods", env, {n: Linear(v, step) for n, v, step in moving}
+        )
+    except (SyntaxError, AttributeError):
+        bounds = None
+    point = dict(env)
+
+    def value_at(m: int) -> Any:
+        for n, v, step in moving:
+            point[n] = v + m * step
+        return expr(point)
+
+    changed = first_change(bounds, value_at, value, first, periods)
+    return periods if changed is None else changed - 1
 
 
 def _chunk_waits_hold(merged: dict[tuple, Any], d: dict[str, int]) -> bool:

@@ -217,8 +217,8 @@ class RoleRunner:
     def _for(self, stmt: Stmt) -> Generator[simpy.Event, Any, None]:
         args = stmt.args
         var = args.var
-        start = self.count(stmt, args.start, minimum=-math.inf, whole=False)
-        stop = self.count(stmt, args.stop, minimum=-math.inf, whole=False)
+        start = self.count(stmt, args.start, minimum=-math.inf, whole=True)
+        stop = self.count(stmt, args.stop, minimum=-math.inf, whole=True)
         frame = LoopFrame(stmt, var, start, stop)
         self.frames.append(frame)
         while frame.value < frame.stop:

@@ -329,3 +329,46 @@ def constant_runs(bounds: IntervalEval | None, value_at: Callable[[int], Any], l
         stack.append((mid + 1, b))  # popped after the lower half: runs come out in order
         stack.append((a, mid))
     return Runs(starts or [lo], values or [None])
+
+
+class Linear:
+    """``start + x * step`` over a range of ``x``: a derived name for :class:`IntervalEval` (a loop
+    variable that moves by ``step`` per fast-forwarded period)."""
+
+    def __init__(self, start: int, step: int) -> None:
+        self.start, self.step = start, step
+
+    def over(self, lo: int, hi: int) -> Interval | None:
+        """Bounds of the value for ``lo <= x <= hi``."""
+        a, b = self.start + lo * self.step, self.start + hi * self.step
+        return (min(a, b), max(a, b), int)
+
+
+def first_change(bounds: IntervalEval | None, value_at: Callable[[int], Any], target: Any, lo: int, hi: int) -> int | None:  # fmt: skip
+    """The smallest ``x`` in ``lo..hi`` (inclusive) where ``value_at(x)`` is not ``target`` (a value that
+    raises counts as not), or None: sub-ranges where ``bounds`` proves the value constant and equal to
+    ``target`` are skipped whole, the rest is bisected down to points (as :func:`constant_runs`)."""
+    stack = [(lo, hi)]
+    while stack:
+        a, b = stack.pop()
+        if b < a:
+            continue
+        if bounds is not None:
+            iv = bounds.over(a, b)
+            if iv is not None and iv[0] == iv[1]:
+                zero = iv[2] is float and iv[0] == 0
+                if type(target) is iv[2] and target == iv[0] and not zero:
+                    continue
+        if b - a < LEAF_POINTS or bounds is None:
+            for x in range(a, b + 1):
+                try:
+                    value = value_at(x)
+                except Exception:
+                    return x
+                if not _same(value, target):
+                    return x
+            continue
+        mid = (a + b) // 2
+        stack.append((mid + 1, b))  # popped after the lower half: the first change is found first
+        stack.append((a, mid))
+    return None

@@ -580,8 +580,8 @@ class _Runner:
 
     def _for(self, stmt: Stmt) -> Generator[None, None, None]:
         args = stmt.args
-        start = self._count(args.start, stmt, -math.inf, False)
-        stop = self._count(args.stop, stmt, -math.inf, False)
+        start = self._count(args.start, stmt, -math.inf, True)
+        stop = self._count(args.stop, stmt, -math.inf, True)
         value = start
         while value < stop:
             self.vars[args.var] = value
