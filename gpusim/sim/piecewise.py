@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import math
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from gpusim.schedule.expr import MAX_INT_BITS, Expr
@@ -296,6 +296,29 @@ class Runs:
         return self.values[bisect_right(self.starts, x) - 1]
 
 
+def _walk(
+    bounds: IntervalEval | None, lo: int, hi: int, whole: Callable[[int, Interval], bool]
+) -> Iterator[int]:
+    """The points of ``lo..hi`` (inclusive), in order, that need evaluating one by one: a sub-range where
+    ``bounds`` pins the value to one number (0.0 and -0.0 compare equal: not pinned) is skipped whole when
+    ``whole(start, interval)`` accepts it; the rest is bisected down to ranges of ``LEAF_POINTS``."""
+    stack = [(lo, hi)]
+    while stack:
+        a, b = stack.pop()
+        if b < a:
+            continue
+        if bounds is not None:
+            iv = bounds.over(a, b)
+            if iv is not None and iv[0] == iv[1] and not (iv[2] is float and iv[0] == 0) and whole(a, iv):
+                continue
+        if b - a < LEAF_POINTS or bounds is None:
+            yield from range(a, b + 1)
+            continue
+        mid = (a + b) // 2
+        stack.append((mid + 1, b))  # popped after the lower half: points and ranges come in order
+        stack.append((a, mid))
+
+
 def constant_runs(bounds: IntervalEval | None, value_at: Callable[[int], Any], lo: int, hi: int) -> Runs:
     """The values of an expression for ``lo <= x < hi``: ``value_at(x)`` evaluates it at one point,
     ``bounds`` (None: no interval analysis) proves where it is constant."""
@@ -308,26 +331,15 @@ def constant_runs(bounds: IntervalEval | None, value_at: Callable[[int], Any], l
         starts.append(x)
         values.append(value)
 
-    stack = [(lo, hi - 1)]
-    while stack:
-        a, b = stack.pop()
-        if b < a:
-            continue
-        if bounds is not None:
-            iv = bounds.over(a, b)
-            if iv is not None and iv[0] == iv[1]:
-                first = value_at(a)
-                zero = iv[2] is float and iv[0] == 0  # 0.0 and -0.0 compare equal: not proved
-                if type(first) is iv[2] and first == iv[0] and not zero:
-                    add(a, first)
-                    continue
-        if b - a < LEAF_POINTS or bounds is None:
-            for x in range(a, b + 1):
-                add(x, value_at(x))
-            continue
-        mid = (a + b) // 2
-        stack.append((mid + 1, b))  # popped after the lower half: runs come out in order
-        stack.append((a, mid))
+    def proved(a: int, iv: Interval) -> bool:
+        first = value_at(a)
+        if type(first) is iv[2] and first == iv[0]:
+            add(a, first)
+            return True
+        return False
+
+    for x in _walk(bounds, lo, hi - 1, proved):
+        add(x, value_at(x))
     return Runs(starts or [lo], values or [None])
 
 
@@ -348,27 +360,11 @@ def first_change(bounds: IntervalEval | None, value_at: Callable[[int], Any], ta
     """The smallest ``x`` in ``lo..hi`` (inclusive) where ``value_at(x)`` is not ``target`` (a value that
     raises counts as not), or None: sub-ranges where ``bounds`` proves the value constant and equal to
     ``target`` are skipped whole, the rest is bisected down to points (as :func:`constant_runs`)."""
-    stack = [(lo, hi)]
-    while stack:
-        a, b = stack.pop()
-        if b < a:
-            continue
-        if bounds is not None:
-            iv = bounds.over(a, b)
-            if iv is not None and iv[0] == iv[1]:
-                zero = iv[2] is float and iv[0] == 0
-                if type(target) is iv[2] and target == iv[0] and not zero:
-                    continue
-        if b - a < LEAF_POINTS or bounds is None:
-            for x in range(a, b + 1):
-                try:
-                    value = value_at(x)
-                except Exception:
-                    return x
-                if not _same(value, target):
-                    return x
-            continue
-        mid = (a + b) // 2
-        stack.append((mid + 1, b))  # popped after the lower half: the first change is found first
-        stack.append((a, mid))
+    for x in _walk(bounds, lo, hi, lambda _a, iv: type(target) is iv[2] and target == iv[0]):
+        try:
+            value = value_at(x)
+        except Exception:
+            return x
+        if not _same(value, target):
+            return x
     return None
