@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusim.arch import Arch
+from gpusim.calibrate.accuracy import _f
 from gpusim.calibrate.carryover import Carryover, RowRecord
 from gpusim.calibrate.stats import error_stats
 from gpusim.calibrate.validate import RowResult, arch_for, run_validate
@@ -102,10 +103,6 @@ def _pair_stats(pairs: list[tuple[RowResult, RowResult]]) -> dict[str, Any]:
     worse = sum(1 for x, y in zip(on, off, strict=True) if y > x + BETTER_POINTS)
     return {"n": len(pairs), "on": error_stats(on), "off": error_stats(off), "moved": moved, "better": better,
             "worse": worse}  # fmt: skip
-
-
-def _f(x: Any) -> str:
-    return "-" if x is None else f"{x:.1f}"
 
 
 def ablation_lines(results: list[RowResult], ablations: list[Ablation]) -> list[str]:
