@@ -266,18 +266,7 @@ def eager_plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True
     elif launch.scheduler == "stream_k":
         if kt is None:
             raise InputError(f"{sched.name}: stream_k needs a param KT (k-iterations per tile)")
-        total = len(order) * kt
-        per_slot = -(-total // num_slots)
-        for s in range(num_slots):
-            begin, end = s * per_slot, min(total, (s + 1) * per_slot)
-            pos = begin
-            while pos < end:
-                tile, k0 = divmod(pos, kt)
-                k1 = min(kt, k0 + (end - pos))
-                extra = {"k_begin": k0, "k_end": k1, "k_iters": k1 - k0, "is_last_split": int(k1 == kt),
-                         "is_first_split": int(k0 == 0), "split": int(k0 > 0)}  # fmt: skip
-                slot_lists[s].append(cluster_members(order[tile], extra))
-                pos += k1 - k0
+        _plan_stream_k(launch.decomposition, order, kt, num_slots, cluster_members, slot_lists)
     else:
         splits = launch.splits if launch.scheduler == "split_k" else 1
         if splits > 1 and kt is None:
@@ -366,3 +355,49 @@ def eager_miss_fractions(
             fractions[name] = min(1.0, missing / total) if total > 0 else 1.0
         result.append(fractions)
     return result
+
+
+def _plan_stream_k(mode: str, order: list, kt: int, num_slots: int, cluster_members: Any,
+                   slot_lists: list[list[ClusterUnit]]) -> None:  # fmt: skip
+    """CUTLASS's stream-K decomposition written out eagerly: which tiles are stream-K, every unit's k
+    share (boundaries snapped to tile edges within 8 k-tiles), its pieces walked backwards, then the
+    data-parallel tiles by work-unit index."""
+    tiles, min_iters = len(order), 8
+    full, waves = tiles // num_slots, -(-tiles // num_slots)
+    tail = tiles - full * num_slots
+    quantized = full != waves and kt > min_iters and mode != "data_parallel"
+    sk_tiles = tiles - max(full - 1, 0) * num_slots if quantized else 0
+    if mode == "heuristic" and 2 * tail >= num_slots:
+        sk_tiles = 0
+    sk_units = min(num_slots, sk_tiles * kt // min_iters)
+    if sk_units == 0:
+        sk_tiles = 0
+    owner = []  # k-space position -> the stream-K unit that computes it
+    if sk_units:
+        total = sk_tiles * kt
+        starts = [u * (total // sk_units) + min(u, total % sk_units) for u in range(sk_units)] + [total]
+        for u in range(1, sk_units):
+            k = starts[u] % kt
+            if 0 < k < min_iters:
+                starts[u] -= k
+            elif k > kt - min_iters:
+                starts[u] += kt - k
+        for u in range(sk_units):
+            owner += [u] * (starts[u + 1] - starts[u])
+    units = []  # work-unit index -> its cluster units, in the order the unit computes them
+    for u in range(sk_units):
+        mine = [pos for pos in range(len(owner)) if owner[pos] == u]
+        pieces = []
+        for tile in sorted({pos // kt for pos in mine}, reverse=True):
+            ks = [pos - tile * kt for pos in mine if pos // kt == tile]
+            k0, k1 = min(ks), max(ks) + 1
+            peers = len({owner[tile * kt + k] for k in range(k0)}) if k1 == kt and k0 > 0 else 0
+            extra = {"k_begin": k0, "k_end": k1, "k_iters": k1 - k0, "is_last_split": int(k1 == kt),
+                     "is_first_split": int(k0 == 0), "split": int(k0 > 0), "sk_peers": peers}  # fmt: skip
+            pieces.append(cluster_members(order[tile], extra))
+        units.append(pieces)
+    whole = {"k_begin": 0, "k_end": kt, "k_iters": kt, "is_last_split": 1, "is_first_split": 1, "split": 0,
+             "sk_peers": 0}  # fmt: skip
+    units += [[cluster_members(order[tile], whole)] for tile in range(sk_tiles, tiles)]
+    for index, pieces in enumerate(units):
+        slot_lists[index % num_slots].extend(pieces)

@@ -30,7 +30,11 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("gemm_tcgen05", "b200", {"M": 1024, "N": 640, "K": 4096, "SPLITS": 3}),
     ("attn_decode_splitkv", "h100", {}),
     ("gemm_streamk", "h100", {"M": 1000, "N": 2000, "K": 3000}),
+    # stream-K then data-parallel waves; 20 k-tiles per tile: shares snapped to tile edges, some empty
+    ("gemm_streamk", "h100", {"M": 5120, "N": 5120, "K": 1280}),
+    ("gemm_streamk", "h100", {"M": 4096, "N": 4096, "K": 2048, "decomposition": "stream_k"}),
     ("mla_decode_flashmla", "h800", {"batch": 5, "seqlen_kv": 1000}),
+    ("mla_decode_flashmla_sparse_fp8", "h800", {"batch": 5, "topk": 1000}),
     # masked DeepGEMM blocks, a stream whose last chunk is short, a grid GEMM
     ("gemm_fp8_deepgemm", "h800", {"M": 1000, "N": 2048, "K": 1024}),
     ("stream", "a100", {"bytes": 10_000_004}),

@@ -88,6 +88,8 @@ class Launch:
     splits: int
     parts: int | None
     fixed_overhead_blocks: int
+    decomposition: str = "heuristic"
+    """stream_k: heuristic, stream_k or data_parallel (gpusim/sim/streamk.py)."""
 
     @property
     def cluster_size(self) -> int:

@@ -27,6 +27,7 @@ from gpusim.schedule.expr import Expr, ExprError, as_expr
 from gpusim.schedule.ir import Barrier, Buffer, Launch, Operand, Role, Schedule
 from gpusim.schedule.program import Stmt, compile_program
 from gpusim.schedule.schema import ScheduleSpec
+from gpusim.sim.streamk import DECOMPOSITIONS
 from gpusim.yamlio import parse_yaml_text, read_yaml_mapping
 
 
@@ -171,15 +172,20 @@ def _num(raw: Any, env: dict[str, Any], where: str, minimum: int) -> int:
 RASTERS = ("along_m", "along_n", "heuristic", "as_listed")
 
 
-def _raster(raw: str, env: dict[str, Any], where: str) -> str:
-    """The raster order: one of RASTERS as written, or an expression that gives one."""
+def _word(raw: str, words: tuple[str, ...], env: dict[str, Any], where: str) -> str:
+    """One of ``words`` as written, or an expression that gives one."""
     bare_word = raw.isidentifier() and raw not in env
-    value = raw if raw in RASTERS or bare_word else _eval(raw, env, where)
-    if value not in RASTERS:
-        close = difflib.get_close_matches(str(value), RASTERS, n=1, cutoff=0.0)
-        raise InputError(f"{where}: expected one of {', '.join(RASTERS)} (or an expression giving one), got "
+    value = raw if raw in words or bare_word else _eval(raw, env, where)
+    if value not in words:
+        close = difflib.get_close_matches(str(value), words, n=1, cutoff=0.0)
+        raise InputError(f"{where}: expected one of {', '.join(words)} (or an expression giving one), got "
                          f"{quote(str(value), 60)}; did you mean '{close[0]}'?")  # fmt: skip
     return str(value)
+
+
+def _raster(raw: str, env: dict[str, Any], where: str) -> str:
+    """The raster order: one of RASTERS as written, or an expression that gives one."""
+    return _word(raw, RASTERS, env, where)
 
 
 def _check_choice(spec: ScheduleSpec, key: str, value: Any) -> None:
@@ -236,7 +242,8 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
             if value == "fit" and section == "params":  # STAGES: fit -- resolved with the buffer that uses it
                 env[key] = "fit"
                 continue
-            if isinstance(value, str) and key in {"layout", "mode", "op"}:
+            word_valued = key in {"layout", "mode", "op"} or (section == "problem" and key in spec.choices)
+            if isinstance(value, str) and word_valued:
                 env[key] = value
                 continue
             if key in overrides and isinstance(value, str) and isinstance(raw, str):
@@ -401,6 +408,9 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
     ctas_per_sm = _num(ls.ctas_per_sm, env, f"{src}: launch.ctas_per_sm", 1) if pinned else 0
     splits = _num(sch.splits, env, f"{src}: launch.scheduler.splits", 1)
     _check_launch_size(grid, splits, src)
+    if sch.decomposition != "heuristic" and sch.kind != "stream_k":
+        raise InputError(f"{src}: launch.scheduler.decomposition: only a stream_k scheduler has one (this one is "
+                         f"{sch.kind})")  # fmt: skip
     k_tiles = env.get("KT")
     if splits > 1 and isinstance(k_tiles, int) and not isinstance(k_tiles, bool) and splits > k_tiles:
         raise ScheduleRefused(f"{src}: launch.scheduler.splits: {splits:,} splits of {k_tiles:,} k-tiles (KT) leave "
@@ -421,6 +431,7 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
         fixed_overhead_blocks=_num(
             sch.fixed_overhead_blocks, env, f"{src}: launch.scheduler.fixed_overhead_blocks", 0
         ),
+        decomposition=_word(sch.decomposition, DECOMPOSITIONS, env, f"{src}: launch.scheduler.decomposition"),
     )
 
 

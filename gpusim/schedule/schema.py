@@ -25,8 +25,9 @@ class SchedulerSpec(_Model):
 
     kind: Literal["grid", "static_persistent", "split_k", "stream_k", "splitkv_balanced"] = "grid"
     """grid: one CTA per unit; static_persistent: slot s takes units s, s+S, ...; split_k: K split in
-    ``splits`` parts (a grid dimension ``split`` is added); stream_k: K iterations spread evenly over
-    the persistent CTAs; splitkv_balanced: FlashMLA-style KV split across ``parts``."""
+    ``splits`` parts (a grid dimension ``split`` is added); stream_k: the tiles of the last waves cut
+    into equal shares of k-iterations, one per persistent CTA, the rest data-parallel
+    (``decomposition``); splitkv_balanced: FlashMLA-style KV split across ``parts``."""
     raster: Literal["along_m", "along_n", "heuristic", "as_listed"] | StrictStr = "as_listed"
     """Order of the first two grid dimensions: along_m sweeps M in bands of ``swizzle`` n-clusters
     (inside a band the clusters of one m come together), along_n the transpose; or an expression
@@ -39,6 +40,10 @@ class SchedulerSpec(_Model):
     """splitkv_balanced: number of parts the KV range of each unit is split into."""
     fixed_overhead_blocks: RawSize = 0
     """splitkv_balanced: blocks of overhead charged per segment when balancing."""
+    decomposition: StrictStr = "heuristic"
+    """stream_k: CUTLASS's DecompositionMode, ``heuristic`` (data-parallel unless the last wave is less
+    than half full), ``stream_k`` (stream-K for the last full and the partial wave whenever the last wave
+    is partial) or ``data_parallel``; or an expression giving one (gpusim/sim/streamk.py)."""
 
 
 class LaunchSpec(_Model):

@@ -26,6 +26,7 @@ UNIT_SYMBOLS: dict[str, str] = {
     "k_begin": "first k-tile of the unit (with a param KT)",
     "k_end": "one past the last k-tile of the unit (with a param KT)",
     "k_iters": "k-tiles of the unit (with a param KT)",
+    "sk_peers": "stream_k: units before this one whose partials of the tile it finishes it reads (0 otherwise)",
     "part": "splitkv_balanced: the part (CTA) index",
     "batch_idx": "splitkv_balanced: the request of the segment",
     "block_begin": "splitkv_balanced: first KV block of the segment",

@@ -1113,24 +1113,6 @@ def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
             verdicts.clear()
         verdicts[key] = (periods, good)
     return good
-    env = dict(runner.vars)
-    env.update(zip(names, values, strict=True))  # every name as it was when read, not as it is now
-    units = runner.cta.units
-    tile = values[names.index("tile")] if uses_unit else None
-    for m in range(1, periods + 1):
-        if uses_unit and d_tile:
-            t = tile + m * d_tile  # type: ignore[operator]
-            if not 0 <= t < len(units):
-                return m - 1
-            env.update(units[t])
-        for n, v, step in moving:
-            env[n] = v + m * step
-        try:
-            if expr(env) != value + m * moves_by:
-                return m - 1
-        except Exception:
-            return m - 1
-    return periods
 
 
 _BISECT_PERIODS = 64

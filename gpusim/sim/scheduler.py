@@ -20,6 +20,7 @@ from gpusim.arch import Arch
 from gpusim.errors import GpusimError, InputError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import names_read
+from gpusim.sim.streamk import split_stream_k
 from gpusim.sim.unitfields import Coords, UnitModel
 
 Unit = dict[str, Any]
@@ -315,7 +316,7 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
     elif launch.scheduler == "stream_k":
         if kt is None:
             raise InputError(f"{sched.name}: stream_k needs a param KT (k-iterations per tile)")
-        lengths, make_spec, extra_keys = _plan_stream_k(order, kt, num_slots)
+        lengths, make_spec, extra_keys = _plan_stream_k(order, kt, num_slots, launch.decomposition)
         make_extra = None
     else:
         splits = launch.splits if launch.scheduler == "split_k" else 1
@@ -345,30 +346,36 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
                     model=model, shape=shape)  # fmt: skip
 
 
-def _plan_stream_k(order: ClusterOrder, kt: int, num_slots: int) -> tuple[list[int], Callable[[int], Callable[[int], Spec]], tuple[str, ...]]:  # fmt: skip
-    """Stream-K: the flattened tiles x k-iterations cut into equal shares, one per slot; a slot's units
-    are its share's pieces of tiles."""
-    total = len(order) * kt
-    per_slot = -(-total // num_slots)
-    bounds = [(s * per_slot, min(total, (s + 1) * per_slot)) for s in range(num_slots)]
-    lengths = [(end - 1) // kt - begin // kt + 1 if end > begin else 0 for begin, end in bounds]
+def _plan_stream_k(order: ClusterOrder, kt: int, num_slots: int, decomposition: str) -> tuple[list[int], Callable[[int], Callable[[int], Spec]], tuple[str, ...]]:  # fmt: skip
+    """Stream-K (gpusim/sim/streamk.py): a slot runs the pieces of its stream-K unit, if it has one, then
+    its share of the data-parallel tiles; every unit carries its k-range and the peers whose partials a
+    tile-finishing piece reads."""
+    split = split_stream_k(len(order), kt, num_slots, decomposition)
+    whole = {"k_begin": 0, "k_end": kt, "k_iters": kt, "is_last_split": 1, "is_first_split": 1, "split": 0,
+             "sk_peers": 0}  # fmt: skip
+    lengths, pieces_of = [], []
+    for s in range(num_slots):
+        unit, dp_count = split.slot_units(s)
+        pieces = split.unit_pieces(unit) if unit >= 0 else []
+        pieces_of.append(pieces)
+        lengths.append(len(pieces) + dp_count)
 
     def make_spec(s: int) -> Callable[[int], Spec]:
-        begin, end = bounds[s]
-        first = begin // kt
+        pieces = pieces_of[s]
+        n_sk = len(pieces)
 
         def spec(i: int) -> Spec:
-            tile = first + i
-            k0 = begin - tile * kt if i == 0 else 0
-            k1 = min(kt, end - tile * kt)
-            extra = {"k_begin": k0, "k_end": k1, "k_iters": k1 - k0, "is_last_split": int(k1 == kt),
-                     "is_first_split": int(k0 == 0), "split": int(k0 > 0)}  # fmt: skip
-            return order[tile], extra
+            if i >= n_sk:
+                return order[split.dp_tile(s, i - n_sk)], whole
+            p = pieces[i]
+            extra = {"k_begin": p.k_begin, "k_end": p.k_end, "k_iters": p.k_end - p.k_begin,
+                     "is_last_split": int(p.k_end == kt), "is_first_split": int(p.k_begin == 0),
+                     "split": int(p.k_begin > 0), "sk_peers": p.peers}  # fmt: skip
+            return order[p.tile], extra
 
         return spec
 
-    keys = ("k_begin", "k_end", "k_iters", "is_last_split", "is_first_split", "split")
-    return lengths, make_spec, keys
+    return lengths, make_spec, tuple(whole)
 
 
 def _plan_splitkv(sched: Schedule, order: ClusterOrder, num_slots: int) -> tuple[list[list[Spec]], tuple[str, ...]]:  # fmt: skip
