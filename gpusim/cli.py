@@ -478,6 +478,15 @@ def validate_cmd(
             "(<report>_rows.csv) instead of predicting it again.",
         ),
     ] = False,
+    reuse_over_limit: Annotated[
+        bool,
+        typer.Option(
+            "--reuse-over-limit",
+            help="With --reuse-unchanged: also take the rows that were over the work limit (by default "
+            "they are predicted again, since gpusim's code, which the digest does not cover, may have "
+            "become faster); for a run after changes that cannot touch those rows' simulations.",
+        ),
+    ] = False,
     ablate: Annotated[
         bool,
         typer.Option(
@@ -503,6 +512,8 @@ def validate_cmd(
     check_output_path(markdown or None, "--markdown", (".md",))
     if reuse_unchanged and not markdown:
         raise InputError("--reuse-unchanged: needs --markdown (the row results are stored beside the report)")
+    if reuse_over_limit and not reuse_unchanged:
+        raise InputError("--reuse-over-limit: needs --reuse-unchanged")
     if ablate and not markdown:
         raise InputError("--ablate: needs --markdown (the ablation table is a section of the report)")
     costs = "calibrated" if calibrated else "datasheet"
@@ -513,7 +524,7 @@ def validate_cmd(
 
         rows_file = rows_file_for(markdown)
         check_output_path(str(rows_file), "--markdown (its row results)", (".csv",))
-        carry = Carryover(costs, model, max_events or None, arch)
+        carry = Carryover(costs, model, max_events or None, arch, reuse_over_limit=reuse_over_limit)
         if reuse_unchanged:
             carry.previous = read_previous(rows_file)
         if ablate:

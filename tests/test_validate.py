@@ -326,3 +326,71 @@ def test_reuse_unchanged_predicts_again_a_row_that_was_over_the_work_limit(tmp_p
     assert "work limit" in first["rows"][0]["skipped"]
     again = json.loads(CliRunner().invoke(app, [*args, "--reuse-unchanged"]).stdout)
     assert again["summary"]["carried_over"] == 0 and "work limit" in again["rows"][0]["skipped"]
+    kept = json.loads(CliRunner().invoke(app, [*args, "--reuse-unchanged", "--reuse-over-limit"]).stdout)
+    assert kept["summary"]["carried_over"] == 1 and "work limit" in kept["rows"][0]["skipped"]
+    refused = CliRunner().invoke(app, [*args, "--reuse-over-limit"])
+    assert isinstance(refused.exception, InputError) and "needs --reuse-unchanged" in str(refused.exception)
+
+
+def test_a_changed_schedule_file_changes_the_digests_of_the_rows_that_read_it_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row's inputs digest covers the schedules its prediction can read: the ones it names, every one
+    its auto: search may try, and the parts their extends chains compose; a file no row reads changes no
+    digest."""
+    import shutil
+
+    import gpusim.calibrate.accuracy as accuracy
+    import gpusim.calibrate.carryover as carryover
+    from gpusim.explore.spaces import GEMM_SCHEDULES
+    from gpusim.schedule.load import schedules_dir
+
+    copy = tmp_path / "schedules"
+    shutil.copytree(schedules_dir(), copy)
+    monkeypatch.setattr(carryover, "schedules_dir", lambda: copy)
+    monkeypatch.setattr(accuracy, "schedules_dir", lambda: copy)
+    gemm = {"arch": "h100", "dtype": "bf16", "M": 512, "N": 512, "K": 1024, "metric": "time", "unit": "us"}
+    rows = [_row(**STREAM, value=10), _row(**{**gemm, "schedule": "gemm_ws_pingpong"}, value=12),
+            _row(**{**gemm, "schedule": "auto:gemm"}, value=12),
+            _row(**{**gemm, "schedule": "attn_bwd_preprocess+attn_fa3_bwd"}, value=12)]  # fmt: skip
+    measurements = read_measurements([_write(tmp_path, "m.csv", rows)])
+
+    def digests() -> list[str]:
+        carry = carryover.Carryover(costs="datasheet", model=None, max_events=None)
+        carry.digest_rows(measurements)
+        return [carry.digests[m.index] for m in measurements]
+
+    before = digests()
+    assert "gemm_streamk" not in GEMM_SCHEDULES
+    (copy / "gemm_streamk.yaml").write_text((copy / "gemm_streamk.yaml").read_text() + "\n# changed\n")
+    assert digests() == before  # no row reads it
+    (copy / "gemm_ws_pingpong.yaml").write_text(
+        (copy / "gemm_ws_pingpong.yaml").read_text() + "\n# changed\n"
+    )
+    after = digests()
+    assert [a == b for a, b in zip(before, after, strict=True)] == [True, False, False, True]
+    (copy / "parts" / "attention.yaml").write_text(
+        (copy / "parts" / "attention.yaml").read_text() + "\n# x\n"
+    )
+    again = digests()  # a part: the rows whose schedules extend it (FA3 backward and its pre-kernel)
+    assert [a == b for a, b in zip(after, again, strict=True)] == [True, True, True, False]
+    (copy / "parts" / "gemm.yaml").write_text((copy / "parts" / "gemm.yaml").read_text() + "\n# x\n")
+    last = digests()
+    assert [a == b for a, b in zip(again, last, strict=True)] == [True, False, False, True]
+    (copy / "parts" / "unused.yaml").write_text("mixes: {}\n")  # a part nothing extends: no row reads it
+    assert digests() == last
+
+
+def test_the_searches_name_only_the_schedules_a_row_digest_covers() -> None:
+    """An auto: row's digest covers GEMM_SCHEDULES / ATTENTION_SCHEDULES: every candidate the spaces
+    build must name one of them, or a carried row could hide a change to a schedule it reads."""
+    from gpusim.api import archs, load_arch
+    from gpusim.explore.spaces import ATTENTION_SCHEDULES, GEMM_SCHEDULES, attention_space, gemm_space
+
+    for arch_id in archs():
+        arch = load_arch(arch_id, costs="datasheet")
+        for dtype in ("bf16", "fp16", "fp8_e4m3", "tf32", "fp32"):
+            for size in (256, 5120, 8192):
+                problem = {"M": size, "N": size, "K": size, "dtype": dtype}
+                assert {c.schedule for c in gemm_space(arch, problem)} <= set(GEMM_SCHEDULES)
+        assert {c.schedule for c in attention_space(arch, {})} <= set(ATTENTION_SCHEDULES)

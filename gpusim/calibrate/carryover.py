@@ -2,8 +2,10 @@
 
 Beside the accuracy report, validate writes every row's result to ``<report>_rows.csv`` with a
 digest of what the row's prediction reads: the row itself, every arch file, the calibration overlay
-of the row's arch (calibrated costs), every schedule file (and a schedule file the row names by
-path), and the options (costs, model, work limit, --arch). ``--reuse-unchanged`` takes a row's result from
+of the row's arch (calibrated costs), the schedule files the row's prediction can read (the schedules it
+names, or every schedule its ``auto:`` search may try, with the parts their ``extends`` chains compose
+them from; every schedule file when it names none gpusim knows), and the options (costs, model, work limit,
+--arch). ``--reuse-unchanged`` takes a row's result from
 that file when its digest is the same, and predicts only the rest, so refitting one arch's overlay
 re-predicts that arch's rows and nothing else.
 
@@ -27,6 +29,7 @@ from gpusim.calibrate.accuracy import arch_files, files_digest, schedule_files
 from gpusim.calibrate.measurements import Measurement
 from gpusim.calibrate.overlay import find_overlay
 from gpusim.errors import GpusimError, InputError, quote
+from gpusim.schedule.load import schedules_dir
 
 COLUMNS = ("file", "line", "inputs", "arch", "family", "measured_time_us", "predicted_time_us", "skipped",
            "costs", "predicted_on", "model")  # fmt: skip
@@ -65,16 +68,17 @@ class Carryover:
     """Row index -> its inputs digest (filled by :meth:`digest_rows`)."""
     carried: dict[int, str] = field(default_factory=dict)
     """Row index -> the date of the run its result was carried from."""
+    reuse_over_limit: bool = False
+    """Also reuse rows that were skipped for the work limit (by default they are predicted again)."""
     _shared: str | None = None
     _overlays: dict[str, str] = field(default_factory=dict)
+    _schedules: dict[str, str] = field(default_factory=dict)
 
     def digest_rows(self, rows: list[Measurement]) -> None:
         """Compute every row's inputs digest (once, at the start of the run)."""
         if self._shared is None:
             options = f"{self.costs}|{self.model}|{self.max_events}|{self.arch_filter}"
-            self._shared = hashlib.sha256(
-                (files_digest(arch_files()) + files_digest(schedule_files()) + options).encode()
-            ).hexdigest()
+            self._shared = hashlib.sha256((files_digest(arch_files()) + options).encode()).hexdigest()
         for m in rows:
             self.digests[m.index] = self._row_digest(m)
 
@@ -89,19 +93,72 @@ class Carryover:
             self._overlays[arch_name] = "none" if path is None else files_digest([path])
         return self._overlays[arch_name]
 
+    def _schedule_digest(self, schedule: str) -> str:
+        if schedule not in self._schedules:
+            self._schedules[schedule] = files_digest(schedule_files_read(schedule))
+        return self._schedules[schedule]
+
     def _row_digest(self, m: Measurement) -> str:
-        parts = [self._shared or "", self._overlay_digest(m.arch), m.source, m.arch, m.schedule, m.dtype,
+        parts = [self._shared or "", self._overlay_digest(m.arch), self._schedule_digest(m.schedule), m.source,
+                 m.arch, m.schedule, m.dtype,
                  repr(sorted(m.dims.items())), m.metric, repr(m.value), m.unit,
                  repr(sorted((k, repr(v)) for k, v in m.params.items())), repr(m.error)]  # fmt: skip
-        for name in m.schedule.split("+"):
-            path = Path(name.strip())
-            if path.suffix in (".yaml", ".yml") and path.is_file():
-                parts.append(files_digest([path]))
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
     def reusable(self, m: Measurement) -> RowRecord | None:
         """The earlier result of ``m`` when its inputs digest is unchanged."""
         return self.previous.get((Path(m.file).name, m.line, self.digests.get(m.index, "")))
+
+
+def schedule_files_read(schedule: str) -> list[Path]:
+    """The schedule files a row naming ``schedule`` (a name, a path, ``auto:...``, or several joined by
+    ``+``) can read, in a fixed order: each named (or searched) schedule and the parts its ``extends``
+    chain composes it from; every built-in schedule file when a name is none of those (the prediction
+    refuses it, or reads what gpusim decides)."""
+    from gpusim.explore.spaces import schedules_read
+
+    builtin = schedules_dir()
+    files: list[Path] = []
+    for name in (n.strip() for n in schedule.split("+")):
+        path = Path(name)
+        searched = schedules_read(name)
+        if searched is not None:
+            roots = [builtin / f"{s}.yaml" for s in searched]
+        elif path.suffix in (".yaml", ".yml") and path.is_file():
+            roots = [path]
+        elif name and (builtin / f"{name}.yaml").is_file():
+            roots = [builtin / f"{name}.yaml"]
+        else:
+            return schedule_files()
+        for root in roots:
+            chain = _composed_from(root, builtin)
+            if chain is None:
+                return schedule_files()
+            files += [f for f in chain if f not in files]
+    return files
+
+
+def _composed_from(path: Path, builtin: Path, depth: int = 0) -> list[Path] | None:
+    """``path`` and the files its ``extends`` chain names, depth first (None: unreadable or too deep)."""
+    from gpusim.schedule.compose import MAX_DEPTH
+    from gpusim.yamlio import read_yaml_mapping
+
+    if depth > MAX_DEPTH:
+        return None
+    try:
+        bases = read_yaml_mapping(path).get("extends") or []
+    except GpusimError:
+        return None
+    out = [path]
+    for base in [bases] if isinstance(bases, str) else bases:
+        if not isinstance(base, str):
+            return None
+        target = path.parent / base if base.endswith((".yaml", ".yml")) else builtin / f"{base}.yaml"
+        chain = _composed_from(target, builtin, depth + 1) if target.is_file() else None
+        if chain is None:
+            return None
+        out += [f for f in chain if f not in out]
+    return out
 
 
 def read_previous(path: Path) -> dict[tuple[str, int, str], RowRecord]:

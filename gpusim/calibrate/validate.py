@@ -319,7 +319,8 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
     distinct prediction runs once. Results are in row order, identical to a serial run's.
     ``carry`` (:mod:`gpusim.calibrate.carryover`) records each row's inputs digest and supplies the
     earlier results of rows whose digest is unchanged; those rows are not predicted again (a row skipped
-    for the work limit is: the digest does not cover gpusim's code, which may have become faster).
+    for the work limit is, unless ``carry.reuse_over_limit``: the digest does not cover gpusim's code,
+    which may have become faster).
     ``only``: predict just the rows with these indices (the others are left out of the results).
     """
     t0 = time.perf_counter()
@@ -340,7 +341,9 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         for m in all_rows:
             record = carry.reusable(m)
             # rows refused before predicting are cheap, and their reasons name the row's global index
-            over_limit = record is not None and "work limit" in (record.skipped or "")
+            over_limit = (
+                record is not None and "work limit" in (record.skipped or "") and not carry.reuse_over_limit
+            )
             if record is None or record.measured_time_us is None or over_limit or precheck(m) is not None:
                 rows.append(m)
                 continue

@@ -41,6 +41,11 @@ ATTENTION_PROBLEM_KEYS = (
     "causal",
     "dtype",
 )
+GEMM_SCHEDULES = ("gemm_tcgen05", "gemm_ws_cooperative", "gemm_ws_pingpong", "gemm_cp_async", "gemm_sync",
+                  "gemm_simt_fp32", "gemm_fp8_deepgemm")  # fmt: skip
+"""Every schedule ``gemm_space`` may name (what an ``auto:gemm`` prediction reads)."""
+ATTENTION_SCHEDULES = ("attn_fa4_fwd", "attn_fa3_fwd", "attn_fa2_fwd")
+"""Every schedule ``attention_space`` may name (what an ``auto:attention`` prediction reads)."""
 FIT = "fit"
 """A STAGES value meaning: as many as the shared memory holds (the tuner resolves it with the checks)."""
 
@@ -260,6 +265,15 @@ def attention_space(arch: Arch, problem: dict[str, Any]) -> list[Candidate]:
                     Candidate("attn_fa2_fwd", _named("attn_fa2_fwd", values), f"FlashAttention-2 {bm}x{bn}")
                 )
     return out
+
+
+def schedules_read(kernel: str) -> tuple[str, ...] | None:
+    """The schedules a search of ``kernel`` may simulate (None: not a search)."""
+    if kernel in GEMM_KERNELS:
+        return GEMM_SCHEDULES
+    if kernel in ATTENTION_KERNELS:
+        return ATTENTION_SCHEDULES
+    return None
 
 
 def space_for(kernel: str, arch: Arch, problem: dict[str, Any]) -> list[Candidate]:
