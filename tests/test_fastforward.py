@@ -107,6 +107,14 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "mla_decode_flashmla": st.fixed_dictionaries(
         {"batch": st.sampled_from([2, 4, 8]), "seqlen_kv": st.sampled_from([8192, 16384, 10000])}
     ),
+    "mla_decode_flashmla_sparse_fp8": st.fixed_dictionaries(
+        {
+            "batch": st.sampled_from([2, 4]),
+            "topk": st.sampled_from([4096, 6000]),
+            "seqlen_q": st.sampled_from([1, 2]),
+            "CROSSOVER": st.sampled_from([0, 1]),
+        }
+    ),
     "stream": st.fixed_dictionaries({"bytes": st.sampled_from([2**24, 3 * 2**23, 2**25])}),
     "stream_l2": st.fixed_dictionaries(
         {"bytes": st.sampled_from([2**23, 48 * 2**20, 80 * 2**20]), "BLOCKS": st.sampled_from([2000, 3001])}

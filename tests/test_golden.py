@@ -26,6 +26,7 @@ PROBLEMS: dict[str, dict[str, Any]] = {
     "gemm_tcgen05": {"M": 4096, "N": 4096, "K": 1024},
     "stream": {"bytes": 64 * 2**20},
     "mla_decode_flashmla": {"batch": 16, "seqlen_kv": 2048},
+    "mla_decode_flashmla_sparse_fp8": {"batch": 16, "topk": 2048},
     "gemm_fp8_deepgemm": {"M": 2048, "N": 2048, "K": 2048},
     "attn_fa2_fwd": {"batch": 1, "heads": 16, "seqlen_q": 2048},
     "attn_fa2_bwd": {"batch": 1, "heads": 8, "seqlen_q": 1024},
@@ -34,7 +35,11 @@ PROBLEMS: dict[str, dict[str, Any]] = {
     "gemm_simt_fp32": {"M": 1024, "N": 1024, "K": 512},
     "gemm_tf32": {"M": 2048, "N": 2048, "K": 1024},
     "attn_decode_splitkv": {"batch": 4, "seqlen_kv": 4096, "PAGE_SIZE": 16},
-    "gemm_streamk": {"M": 1536, "N": 1536, "K": 2048},
+    "gemm_streamk": {
+        "M": 4096,
+        "N": 2176,
+        "K": 1024,
+    },  # 272 tiles: 140 stream-K (the last 2 waves), 132 data-parallel
     "attn_fa3_bwd": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "attn_fa4_bwd": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "attn_bwd_preprocess": {"batch": 1, "heads": 8, "seqlen_q": 1024},

@@ -156,3 +156,24 @@ def test_block_scaled_dtype_refused_on_hopper() -> None:
     sched = load_schedule("gemm_ws_cooperative", H100, {"M": 1024, "N": 1024, "K": 1024, "dtype": "mxfp8"})
     with pytest.raises(ScheduleRefused, match=r"wgmma on h100 has no mxfp8 path"):
         check_schedule(sched, H100)
+
+
+def test_sparse_fp8_decode_dequantizes_at_the_deep_dives_rate_and_crossover_halves_it() -> None:
+    """FlashMLA's FP8 sparse decode: ~50 CUDA-core cycles to dequantize one 512-value token on an SM
+    (docs/20250929-hopper-fp8-sparse-deep-dive.md); the crossover pair converts half the tokens each,
+    which turns a conversion-bound kernel into a tensor-core-bound one."""
+    sched = load_schedule("mla_decode_flashmla_sparse_fp8", H800, {"batch": 16})
+    mix = sched.mixes["dequant"]
+    cc = H800.cuda_cores
+    cycles_per_token = 512 * (
+        mix["cvt"] / cc.cvt_per_clk_per_sm + mix["fp32"] / (cc.fp32_flops_per_clk_per_sm / 2)
+    )
+    assert 48 <= cycles_per_token <= 52
+    assert sched.env["TOKEN_BYTES"] == 656 and sched.env["TOKENS"] == 32
+    problem = {"batch": 32, "topk": 2048}
+    crossover = _predict("mla_decode_flashmla_sparse_fp8", H800, attribute=True, **problem)
+    alone = _predict("mla_decode_flashmla_sparse_fp8", H800, attribute=True, CROSSOVER=0, **problem)
+    assert alone.time_us > 1.15 * crossover.time_us
+    assert "CUDA-core" in alone.verdict and "tensor" in crossover.verdict
+    with pytest.raises(ScheduleRefused, match="wgmma"):
+        _predict("mla_decode_flashmla_sparse_fp8", B200, **problem)

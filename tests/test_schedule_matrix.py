@@ -19,6 +19,7 @@ NEEDS = {
     "gemm_ws_cooperative": (lambda a: a.features.wgmma, "wgmma does not exist"),
     "gemm_tcgen05": (lambda a: a.features.tcgen05, "tcgen05 does not exist"),
     "mla_decode_flashmla": (lambda a: a.features.wgmma, "wgmma does not exist"),
+    "mla_decode_flashmla_sparse_fp8": (lambda a: a.features.wgmma, "wgmma does not exist"),
     "gemm_fp8_deepgemm": (lambda a: a.features.wgmma, "wgmma does not exist"),
     "attn_fa2_fwd": (lambda a: a.features.cp_async and a.generation != "volta", "no bf16 path|cp.async"),
     "attn_fa2_bwd": (lambda a: a.features.cp_async and a.generation != "volta", "no bf16 path|cp.async"),
@@ -37,6 +38,7 @@ SMALL = {
     "stream": {"bytes": 4 * 2**20},
     "stream_l2": {"bytes": 4 * 2**20, "BLOCKS": 1000},
     "mla_decode_flashmla": {"batch": 4, "seqlen_kv": 512},
+    "mla_decode_flashmla_sparse_fp8": {"batch": 4, "topk": 512},
     "attn_decode_splitkv": {"batch": 2, "seqlen_kv": 1024},
     "gemm_simt_fp32": {"M": 512, "N": 512, "K": 256},
 }

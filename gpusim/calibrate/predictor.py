@@ -66,15 +66,19 @@ def problem_for(schedule: str, m: Measurement, siblings: tuple[str, ...] = ()) -
 
     A ``params`` key that names a parameter (an upper-case key, or any built-in schedule's symbol) which
     this schedule does not have makes the row unpredictable: it is skipped naming the key and the closest
-    known one, never predicted as the default tile. Aliases (DeepGEMM's BLOCK_M) map to their symbol.
+    known one, never predicted as the default tile. Aliases (DeepGEMM's BLOCK_M; a problem column such as
+    the sparse MLA decode's ``seqlen_kv`` for ``topk``) map to their symbol.
     In a kernel sequence (``a+b+c``) a key is for the kernels that have it: only a key that none of the
     ``siblings`` (the other kernels of the row) has either skips the row."""
-    values: dict[str, Any] = dict(m.dims)
+    keys, aliases = _symbols(schedule)
+    values: dict[str, Any] = {}
+    for key, value in m.dims.items():  # a column named by an alias is its symbol, unless that has a column
+        name = aliases.get(key, key)
+        values[key if name in m.dims and name != key else name] = value
     if "causal" in values:
         values["causal"] = int(values["causal"])
     if m.dtype:
         values["dtype"] = m.dtype
-    keys, aliases = _symbols(schedule)
     for key, value in m.params.items():
         name = aliases.get(key, key)
         if name in keys:
@@ -99,7 +103,8 @@ def ignored_columns(m: Measurement) -> list[str]:
     used: set[str] = set()
     try:
         for name in (s.strip() for s in m.schedule.split("+") if s.strip()):
-            used |= _symbols(name)[0]
+            symbols, aliases = _symbols(name)
+            used |= symbols | set(aliases)
     except GpusimError:
         return []
     columns = [*m.dims, *(["dtype"] if m.dtype else [])]
