@@ -49,6 +49,10 @@ CASES: list[tuple[str, str, str | None, dict[str, Any], float]] = [
         {"M": 8192, "N": 7168, "K": 4096, "groups": 8},  # M is per group (MT = groups * ceil(M / BM))
         0.3,
     ),
+    # stream-K: 8192^3 is data-parallel under CUTLASS's heuristic (its last wave is more than half full);
+    # 5120^2 leaves 8 tiles in the last wave, so its last two waves run stream-K ahead of 5 data-parallel ones
+    ("stream-K 8192^3 (heuristic)", "gemm_streamk", "h100", {"M": 8192, "N": 8192, "K": 8192}, 0.3),
+    ("stream-K 5120x5120x4096", "gemm_streamk", "h100", {"M": 5120, "N": 5120, "K": 4096}, 0.3),
     ("auto:gemm 8192^3", "auto:gemm", "h100", {"M": 8192, "N": 8192, "K": 8192}, 1.0),
     ("auto:gemm 3000x5000x7000", "auto:gemm", "h100", {"M": 3000, "N": 5000, "K": 7000}, 1.0),
 ]
