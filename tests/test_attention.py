@@ -100,6 +100,32 @@ def test_fa2_runs_unchanged_on_hopper_and_refuses_volta() -> None:
         simulate(load_schedule("attn_fa2_fwd", arch, SMALL), arch)
 
 
+@pytest.mark.parametrize(
+    ("arch", "head_dim", "causal", "traits"),
+    [
+        # (BLOCK_M, BLOCK_N, WARPS, CTAS_PER_SM) as run_mha_fwd_hdim* in flash_fwd_launch_template.h picks them
+        ("a100", 64, 0, (128, 128, 4, 2)),
+        ("a100", 128, 1, (128, 64, 4, 2)),
+        ("a100", 256, 0, (128, 64, 8, 1)),  # 2 x 128 KiB CTAs do not fit A100's 164 KiB, one does
+        ("h100", 256, 1, (64, 64, 4, 2)),  # H100's 228 KiB hold two 96 KiB 64 x 64 CTAs
+        ("h100", 192, 0, (128, 64, 8, 1)),
+        ("h100", 80, 0, (128, 64, 4, 2)),  # rounded up to the compiled head dim 96
+        ("sm86", 128, 1, (64, 64, 4, 2)),  # sm_8x: causal 64 x 64
+        ("sm86", 128, 0, (128, 32, 4, 2)),  # sm_8x: non-causal 128 x 32
+    ],
+)
+def test_fa2_kernel_traits_follow_the_launch_template(
+    arch: str, head_dim: int, causal: int, traits: tuple[int, int, int, int]
+) -> None:
+    """FA2's tile, warps and CTAs per SM depend on the head dim and the device, as the real launcher's."""
+    if arch == "sm86":  # an A100 that reports compute capability 8.6 (no sm_86 arch ships)
+        arch_obj = load_arch("a100").model_copy(update={"compute_capability": "8.6"})
+    else:
+        arch_obj = load_arch(arch)
+    env = load_schedule("attn_fa2_fwd", arch_obj, {**SMALL, "head_dim": head_dim, "causal": causal}).env
+    assert (env["BLOCK_M"], env["BLOCK_N"], env["WARPS"], env["CTAS_PER_SM"]) == traits
+
+
 def test_fa3_refused_off_hopper_and_fa4_off_blackwell() -> None:
     for schedule, arch, reason in (
         ("attn_fa3_fwd", "a100", "wgmma|TMA"),
