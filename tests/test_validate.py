@@ -342,12 +342,14 @@ def test_a_changed_schedule_file_changes_the_digests_of_the_rows_that_read_it_on
 
     import gpusim.calibrate.accuracy as accuracy
     import gpusim.calibrate.carryover as carryover
+    import gpusim.schedule.compose as compose
     from gpusim.explore.spaces import GEMM_SCHEDULES
     from gpusim.schedule.load import schedules_dir
 
     copy = tmp_path / "schedules"
     shutil.copytree(schedules_dir(), copy)
     monkeypatch.setattr(carryover, "schedules_dir", lambda: copy)
+    monkeypatch.setattr(compose, "schedules_dir", lambda: copy)  # where extends names resolve
     monkeypatch.setattr(accuracy, "schedules_dir", lambda: copy)
     gemm = {"arch": "h100", "dtype": "bf16", "M": 512, "N": 512, "K": 1024, "metric": "time", "unit": "us"}
     rows = [_row(**STREAM, value=10), _row(**{**gemm, "schedule": "gemm_ws_pingpong"}, value=12),

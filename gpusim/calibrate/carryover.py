@@ -131,16 +131,16 @@ def schedule_files_read(schedule: str) -> list[Path]:
         else:
             return schedule_files()
         for root in roots:
-            chain = _composed_from(root, builtin)
+            chain = _composed_from(root)
             if chain is None:
                 return schedule_files()
             files += [f for f in chain if f not in files]
     return files
 
 
-def _composed_from(path: Path, builtin: Path, depth: int = 0) -> list[Path] | None:
+def _composed_from(path: Path, depth: int = 0) -> list[Path] | None:
     """``path`` and the files its ``extends`` chain names, depth first (None: unreadable or too deep)."""
-    from gpusim.schedule.compose import MAX_DEPTH
+    from gpusim.schedule.compose import MAX_DEPTH, resolve_base
     from gpusim.yamlio import read_yaml_mapping
 
     if depth > MAX_DEPTH:
@@ -153,8 +153,11 @@ def _composed_from(path: Path, builtin: Path, depth: int = 0) -> list[Path] | No
     for base in [bases] if isinstance(bases, str) else bases:
         if not isinstance(base, str):
             return None
-        target = path.parent / base if base.endswith((".yaml", ".yml")) else builtin / f"{base}.yaml"
-        chain = _composed_from(target, builtin, depth + 1) if target.is_file() else None
+        try:
+            target = resolve_base(base, path)
+        except GpusimError:
+            return None
+        chain = _composed_from(target, depth + 1)
         if chain is None:
             return None
         out += [f for f in chain if f not in out]

@@ -61,7 +61,7 @@ def _merged(data: dict[str, Any], path: Path | None, seen: tuple[Path, ...]) -> 
         )
     merged: dict[str, Any] = {}
     for base in bases:
-        base_path = _resolve(base, path)
+        base_path = resolve_base(base, path)
         if base_path in seen or base_path == path:
             raise InputError(f"{path}: extends '{base}' makes a cycle")
         merged = merge(merged, _merged(read_yaml_mapping(base_path), base_path, (*seen, base_path)))
@@ -73,7 +73,9 @@ def schedules_dir() -> Path:
     return builtin_dir("schedules")
 
 
-def _resolve(ref: str, path: Path | None) -> Path:
+def resolve_base(ref: str, path: Path | None) -> Path:
+    """The file an ``extends`` entry ``ref`` of the schedule at ``path`` names: a ``.yaml`` path relative
+    to that file, else a built-in schedule or part; UnknownNameError when there is none."""
     if ref.endswith((".yaml", ".yml")):
         target = (path.parent if path else Path.cwd()) / ref
     else:
