@@ -88,16 +88,17 @@ class StreamKSplit:
 
     def slot_units(self, slot: int) -> tuple[int, int]:
         """(stream-K unit of ``slot`` or -1, number of data-parallel tiles ``slot`` runs after it)."""
-        total = self.sk_units + self.dp_tiles
         first = slot if slot < self.sk_units else -1
-        start = slot if slot >= self.sk_units else slot + self.slots
-        count = len(range(start, total, self.slots))
+        count = len(range(self._first_dp_index(slot), self.sk_units + self.dp_tiles, self.slots))
         return first, count
 
     def dp_tile(self, slot: int, i: int) -> int:
         """The ``i``-th data-parallel tile ``slot`` runs."""
-        start = slot if slot >= self.sk_units else slot + self.slots
-        return self.sk_tiles + start + i * self.slots - self.sk_units
+        return self.sk_tiles + self._first_dp_index(slot) + i * self.slots - self.sk_units
+
+    def _first_dp_index(self, slot: int) -> int:
+        """The work-unit index of ``slot``'s first data-parallel tile (after its stream-K unit, if any)."""
+        return slot if slot >= self.sk_units else slot + self.slots
 
 
 def split_stream_k(tiles: int, kt: int, slots: int, mode: str) -> StreamKSplit:
