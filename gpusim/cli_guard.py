@@ -121,6 +121,8 @@ def _standard_streams() -> None:
 def run_guarded(app: Callable[..., Any]) -> NoReturn:
     """Run the typer ``app`` and exit with a documented status; every failure is one line on stderr."""
     _standard_streams()
+    if _help_as_json(sys.argv[1:]):
+        _run_help_as_json(app)
     try:
         rv = app(standalone_mode=False)
     except GpusimError as exc:
@@ -163,6 +165,39 @@ def run_guarded(app: Callable[..., Any]) -> NoReturn:
         _fail("interrupted", EXIT_INTERRUPTED)
     _flush_stdout()
     sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+def _help_as_json(args: list[str]) -> bool:
+    """Whether ``--help`` comes with ``--json`` (before any ``--``): the help is then one JSON document."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options and ("--help" in options or "-h" in options)
+
+
+def _run_help_as_json(app: Callable[..., Any]) -> NoReturn:
+    """Print the help that ``--help`` asks for as ``{"help": TEXT}``, so ``--json`` output stays JSON."""
+    import contextlib
+    import io
+
+    captured = io.StringIO()
+    status = EXIT_OK
+    with contextlib.redirect_stdout(captured):
+        try:
+            rv = app(standalone_mode=False)
+            status = rv if isinstance(rv, int) else EXIT_OK
+        except Exit as exc:
+            status = exc.exit_code
+        except ClickException as exc:
+            if not (
+                NoArgsIsHelpError is not None and isinstance(exc, NoArgsIsHelpError) and exc.ctx is not None
+            ):
+                hint = f"; {_usage_hint(exc)}" if isinstance(exc, UsageError) else ""
+                _fail(f"error: {one_line(exc.format_message(), 600)}{hint}", EXIT_INPUT)
+            captured.write(exc.ctx.get_help() + "\n")
+    if status != EXIT_OK:
+        _fail(f"error: --help ended with status {status}", EXIT_INPUT)
+    write_json({"help": captured.getvalue()})
+    _flush_stdout()
+    sys.exit(EXIT_OK)
 
 
 def _finite(value: Any) -> Any:

@@ -66,11 +66,18 @@ def test_alias_bomb_and_deep_nesting(tmp_path: Path) -> None:
         ["predict", "/dev/urandom"], ["predict", "gemm_sync", "--arch", "x" * 100_000], ["schedules", "--json", "x"],
         ["predict", "gemm_sync", "--window", "5:1"], ["validate", "/dev/zero"], ["validate", "/nonexistent.csv"],
         ["validate", "data/measurements/x.csv", "--row-timeout", "nan"], ["validate", "x.csv", "--jobs", "-3"],
+        ["predict", "--json", "--help"], ["schedules", "-h", "--json"], ["archs", "show", "--json", "--help"],
     ],
     ids=lambda a: " ".join(a)[:40],
 )  # fmt: skip
 def test_cli_misuse(args: list[str]) -> None:
     _check(args)
+
+
+def test_help_asked_with_json_is_one_json_document() -> None:
+    outcome = run_forked(["predict", "--json", "--help"], timeout_s=TIME_BOUND_S)
+    assert outcome.rc == 0
+    assert "Usage:" in json.loads(outcome.stdout)["help"] and "--arch" in json.loads(outcome.stdout)["help"]
 
 
 def test_usage_error_is_one_line_with_a_hint() -> None:

@@ -80,9 +80,10 @@ def test_with_the_replay_first_the_late_deadlock_is_named_before_building_any_ct
 def test_a_long_simulation_replays_once_and_names_the_late_deadlock_then(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """By default the replay runs once a simulation passes UNTIMED_REPLAY_AFTER_EVENTS (short runs find
-    their deadlocks by simulating): the late cycle of a 16384^3 GEMM is named at that point."""
+    """An early replay that runs out of its budget is repeated in full once the simulation passes
+    UNTIMED_REPLAY_AFTER_EVENTS: the late cycle of a 16384^3 GEMM is named at that point."""
     monkeypatch.setattr("gpusim.sim.engine.UNTIMED_REPLAY_AFTER_EVENTS", 2000)
+    monkeypatch.setattr("gpusim.sim.engine.EARLY_REPLAY_STEPS", 1000)
     arch = load_arch("h100")
     sched = _resolve_schedule("gemm_ws_pingpong", arch, {"M": 16384, "N": 16384, "K": 16384})
     mutant = _cycle(sched, MATH_WAIT, PRODUCER_ACQUIRE)
@@ -90,6 +91,60 @@ def test_a_long_simulation_replays_once_and_names_the_late_deadlock_then(
         DeadlockError, match=r"deadlock found after 2,000 simulated events .* blocked roles: "
     ):
         gpusim.sim.engine.simulate(mutant, arch)
+
+
+def test_by_default_the_late_deadlock_of_a_16384_cubed_gemm_is_named_before_simulating(
+    no_simulation: None,
+) -> None:
+    arch = load_arch("h100")
+    sched = _resolve_schedule("gemm_ws_pingpong", arch, {"M": 16384, "N": 16384, "K": 16384})
+    mutant = _cycle(sched, MATH_WAIT, PRODUCER_ACQUIRE)
+    with pytest.raises(DeadlockError, match=r"deadlock found before simulating .* blocked roles: .*producer"):
+        gpusim.sim.engine.simulate(mutant, arch)
+
+
+def test_a_completed_early_replay_is_not_repeated(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = gpusim.sim.engine.check_untimed
+
+    def counting(*args: object, **kwargs: object) -> bool:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("gpusim.sim.engine.check_untimed", counting)
+    monkeypatch.setattr("gpusim.sim.engine.UNTIMED_REPLAY_AFTER_EVENTS", 100)
+    arch = load_arch("h100")
+    sched = _resolve_schedule("gemm_ws_pingpong", arch, {"M": 4096, "N": 4096, "K": 1024})
+    gpusim.sim.engine.simulate(sched, arch)
+    assert calls == [1]
+
+
+def test_fa3_reading_the_previous_tiles_event_still_jumps_whole_periods(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """FA3's producer waits for the previous m-block's O (``at: {tile: tile - 1}``): the replay shifts the
+    event's arrivals with a jump, so a 128k sequence is decided in a few units per run."""
+    arch = load_arch("h100")
+    sched = _resolve_schedule(
+        "attn_fa3_fwd", arch, {"batch": 1, "heads": 16, "seqlen_q": 131072, "head_dim": 128}
+    )
+    plan = plan_work(sched, arch)
+    found = replay(sched, arch, plan)
+    assert found.decided and found.deadlock is None
+    assert len(plan.groups[0].slots[0]) > 100
+    monkeypatch.setattr("gpusim.sim.untimed._event_tile_window", lambda *_: None)  # no jumps
+    assert not replay(sched, arch, plan, max_steps=5 * found.steps).decided
+
+
+@pytest.mark.parametrize(
+    ("text", "offset"),
+    [("tile", 0), ("tile - 1", -1), ("tile + 2", 2), ("3 + tile", 3), ("tile * 2", None), ("tile - n", None),
+     ("tile % 2", None), ("1 - tile", None)],
+)  # fmt: skip
+def test_tile_offsets_the_replay_can_shift(text: str, offset: int | None) -> None:
+    from gpusim.sim.untimed import _tile_offset
+
+    assert _tile_offset(text) == offset
 
 
 FAMILIES = [

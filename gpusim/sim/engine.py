@@ -280,10 +280,17 @@ class _Builder:
         cta.syncthreads = NamedBarrier(env, "__syncthreads", max(1, self.sync_warps))
 
 
+EARLY_REPLAY_STEPS = 200_000
+EARLY_REPLAY_RUNS = 4
+"""Before simulating, the kernel's synchronisation is replayed untimed (gpusim.sim.untimed) for at most
+this many statements and distinct cluster runs: a deadlock it finds, at the end of the kernel however
+large, is named before any event; a replay that completes rules deadlocks out for every timing. The
+run cap keeps plans of many distinct slots (causal attention: one per m-block mix) to a few runs."""
+
 UNTIMED_REPLAY_AFTER_EVENTS = 20_000
-"""A simulation still running after this many detailed events replays the kernel's synchronisation
-untimed once (gpusim.sim.untimed), so a deadlock at the end of a long kernel is named then, not after
-simulating it all; a shorter one names its deadlocks by simulating. 0: replay before simulating."""
+"""A simulation still running after this many detailed events, whose early replay did not decide,
+replays the synchronisation again with the full budget, so a deadlock at the end of a long kernel is
+named then, not after simulating it all. 0: the full replay before simulating."""
 
 
 def simulate(
@@ -316,6 +323,8 @@ def simulate(
     replay_at = UNTIMED_REPLAY_AFTER_EVENTS
     if replay_at <= 0:
         check_untimed(sched, arch, plan)
+    elif check_untimed(sched, arch, plan, max_steps=EARLY_REPLAY_STEPS, max_runs=EARLY_REPLAY_RUNS):
+        replay_at = -1  # decided: no deadlock for any timing
     multicast = _operand_multicast(_tma_multicasts(sched))
     miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
     if shared_tensor_core is None:

@@ -12,10 +12,15 @@ swizzle and K/V sharing across heads change it the way they change HBM traffic o
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
+from gpusim.errors import GpusimError
 from gpusim.schedule.ir import Schedule
 from gpusim.sim.scheduler import WorkPlan
+from gpusim.sim.slotcolumns import NotColumnar, combined_codes
 
 
 def panel_miss_fractions(
@@ -24,8 +29,8 @@ def panel_miss_fractions(
     """For each wave, operand name -> fraction of its L2 reads that come from HBM (the rest hit).
 
     With TMA multicast over ``n`` CTAs each CTA reads ``1/n`` of a panel from L2, so the L2 reads of
-    a wave are the panel uses divided by ``n``. Units are read wave by wave, one wave at a time
-    (the keys and sizes through the plan's getters: nothing per unit is kept).
+    a wave are the panel uses divided by ``n``. The keys and sizes come from the slots' columns where
+    the plan has them, else unit by unit through the plan's getters, one wave at a time.
     """
     multicast = multicast or {}
     cache: OrderedDict[tuple[Any, ...], float] = OrderedDict()
@@ -47,13 +52,50 @@ def panel_miss_fractions(
     ]  # fmt: skip
     if not getters:  # no operands: nothing to cache
         return [{} for _ in range(plan.num_waves)]
+    panels = None if unknown else _panels_by_column(sched, plan, static)
+    if panels is None:
+        panels = _panels_by_unit(sched, plan, env, getters, unknown)
+    for wave in panels:
+        fractions: dict[str, float] = {}
+        for name, keys, uses, sizes in wave:
+            total = sum(u * z for u, z in zip(uses, sizes, strict=True)) / max(1, multicast.get(name, 1))
+            missing = 0.0
+            for key, size in zip(keys, sizes, strict=True):
+                if key in cache:
+                    cache.move_to_end(key)
+                else:
+                    missing += size
+                    cache[key] = size
+                    used_bytes += size
+            if sched.operands[name].interleaved and used_bytes > l2_bytes:
+                # A cyclic scan of interleaved panels under LRU: none survives, and readers of the same
+                # panel, not in step, do not share it either: every read misses.
+                missing = total
+                for key in keys:
+                    used_bytes -= cache.pop(key)
+            while used_bytes > l2_bytes and cache:
+                _, size = cache.popitem(last=False)
+                used_bytes -= size
+            fractions[name] = min(1.0, missing / total) if total > 0 else 1.0
+        result.append(fractions)
+    return result
+
+
+Panels = list[tuple[str, list[Any], list[int], list[float]]]
+"""One wave's reads per operand: its panels in the order first read, how many units read each, and
+each one's size (as its first reader gives it)."""
+
+
+def _panels_by_unit(sched: Schedule, plan: WorkPlan, env: dict[str, Any], getters: list[Any],
+                    unknown: list[tuple[str, Any]]) -> Iterator[Panels]:  # fmt: skip
+    model = plan.model
     for w in range(plan.num_waves):
         bases = plan.wave_bases(w)
-        fractions: dict[str, float] = {}
         if unknown and bases:  # a name neither has: the full env's error message
             first = model.unit(*bases[0])
             for name, expr in unknown:
                 expr({**env, **first}, where=f"operands.{name}")
+        wave: Panels = []
         for name, key_getters, size_getter in getters:
             uses: dict[tuple[Any, ...], int] = {}
             sizes: dict[tuple[Any, ...], float] = {}
@@ -65,24 +107,95 @@ def panel_miss_fractions(
                     sizes[key] = float(size_getter(coords, extra, rank))
                 else:
                     uses[key] = count + 1
-            total = sum(uses[k] * sizes[k] for k in uses) / max(1, multicast.get(name, 1))
-            missing = 0.0
-            for key, size in sizes.items():
-                if key in cache:
-                    cache.move_to_end(key)
-                else:
-                    missing += size
-                    cache[key] = size
-                    used_bytes += size
-            if operand.interleaved and used_bytes > l2_bytes:
-                # A cyclic scan of interleaved panels under LRU: none survives, and readers of the same
-                # panel, not in step, do not share it either: every read misses.
-                missing = total
-                for key in sizes:
-                    used_bytes -= cache.pop(key)
-            while used_bytes > l2_bytes and cache:
-                _, size = cache.popitem(last=False)
-                used_bytes -= size
-            fractions[name] = min(1.0, missing / total) if total > 0 else 1.0
-        result.append(fractions)
-    return result
+            wave.append((name, list(uses), list(uses.values()), list(sizes.values())))
+        yield wave
+
+
+def _panels_by_column(sched: Schedule, plan: WorkPlan, static: dict[str, Any]) -> list[Panels] | None:
+    """The same reads, from each slot's columns (gpusim/sim/slotcolumns.py); None where a slot has none
+    (or a value cannot be computed over them: the unit-by-unit path then reports its error)."""
+    model = plan.model
+    ranks = plan.shape.size
+    waves = plan.num_waves
+    slots = [s for s in plan.slot_lists if len(s)]
+    rows = len(slots) * ranks
+    per_operand = []
+    try:
+        slot_cols = [slot.columns() for slot in slots]
+        for o, (name, operand) in enumerate(sched.operands.items()):
+            keys = [model.derived(k, static, f"operands.{name}.key") for k in operand.key]
+            size = model.derived(operand.bytes, static, f"operands.{name}.bytes")
+            key_ids = np.full((rows, waves), -1, dtype=np.int64)
+            sizes = np.zeros((rows, waves), dtype=np.float64)
+            ids = _PanelIds(o)
+            for s, (slot, cols) in enumerate(zip(slots, slot_cols, strict=True)):
+                n = len(slot)
+                for rank in range(ranks):
+                    row = s * ranks + rank
+                    key_ids[row, :n] = ids.of([cols.of(k, rank) for k in keys], cols)
+                    size_col = cols.of(size, rank)
+                    sizes[row, :n] = np.array([float(v) for v in size_col.values], dtype=np.float64)[
+                        size_col.codes
+                    ]
+            per_operand.append((name, key_ids, sizes))
+    except (NotColumnar, GpusimError, TypeError, ValueError, OverflowError):
+        return None
+    out: list[Panels] = [[] for _ in range(waves)]
+    for name, key_ids, sizes in per_operand:
+        for w, (keys, uses, first_sizes) in enumerate(_first_read_order(key_ids, sizes)):
+            out[w].append((name, keys, uses, first_sizes))
+    return out
+
+
+class _PanelIds:
+    """One operand's panel keys as integers, one per distinct key tuple (a range of its own per operand):
+    by arithmetic over codes where every key column's values are kept for the whole plan, else interned."""
+
+    def __init__(self, operand: int) -> None:
+        self.base = operand << 48
+        self.interned: dict[tuple[Any, ...], int] = {}
+
+    def of(self, key_cols: list[Any], cols: Any) -> np.ndarray:
+        if not key_cols:
+            return np.full(cols.length, self.base, dtype=np.int64)
+        if all(cols.is_kept(c) for c in key_cols):
+            radix = 1
+            for c in key_cols:
+                radix *= max(1, len(c.values))
+            if radix < 1 << 46:
+                out = np.zeros(cols.length, dtype=np.int64)
+                for c in key_cols:
+                    out = out * max(1, len(c.values)) + c.codes
+                return out + self.base
+        first, combo, _ = combined_codes(key_cols)
+        table = np.array([self.interned.setdefault(tuple(c.at(i) for c in key_cols), len(self.interned))
+                          for i in first.tolist()], dtype=np.int64)  # fmt: skip
+        return table[combo] + self.base + (1 << 47)
+
+
+def _first_read_order(
+    key_ids: np.ndarray, sizes: np.ndarray
+) -> Iterator[tuple[list[int], list[int], list[float]]]:
+    """Per wave (a column of ``key_ids``; -1: no unit), its distinct keys in the order of first reading
+    (row order), how many rows read each, and the size in the row that reads it first."""
+    rows, waves = key_ids.shape
+    flat_keys = key_ids.T.reshape(-1)  # wave-major, rows in order
+    flat_sizes = sizes.T.reshape(-1)
+    position = np.arange(flat_keys.size, dtype=np.int64)
+    valid = flat_keys >= 0
+    wave = position[valid] // max(1, rows)
+    keys, position = flat_keys[valid], position[valid]
+    order = np.lexsort((position, keys, wave))  # by wave, then key, then first reader
+    wave, keys, position = wave[order], keys[order], position[order]
+    starts = np.ones(keys.size, dtype=bool)
+    starts[1:] = (wave[1:] != wave[:-1]) | (keys[1:] != keys[:-1])
+    group_start = np.flatnonzero(starts)
+    counts = np.diff(np.append(group_start, keys.size))
+    g_wave, g_key, g_pos = wave[group_start], keys[group_start], position[group_start]
+    by_read = np.lexsort((g_pos, g_wave))  # within a wave, in order of first reading
+    g_wave, g_key, g_pos, counts = g_wave[by_read], g_key[by_read], g_pos[by_read], counts[by_read]
+    bounds = np.searchsorted(g_wave, np.arange(waves + 1))
+    all_keys, all_counts, all_sizes = g_key.tolist(), counts.tolist(), flat_sizes[g_pos].tolist()
+    for w in range(waves):
+        a, b = bounds[w], bounds[w + 1]
+        yield all_keys[a:b], all_counts[a:b], all_sizes[a:b]

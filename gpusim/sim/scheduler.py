@@ -16,10 +16,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
+import numpy as np
+
 from gpusim.arch import Arch
 from gpusim.errors import GpusimError, InputError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import names_read
+from gpusim.sim.slotcolumns import NotColumnar, SlotColumns
 from gpusim.sim.streamk import split_stream_k
 from gpusim.sim.unitfields import Coords, UnitModel
 
@@ -84,6 +87,31 @@ class ClusterOrder(Sequence[Coords]):
             rest.append(digit)
         return (i, j, *rest)
 
+    def coords_array(self, index: np.ndarray) -> np.ndarray:
+        """The coordinates at each of ``index`` (in range), one row each: ``self[i]`` over an array."""
+        dims = self.dims
+        if len(dims) == 1:
+            return index.reshape(-1, 1).astype(np.int64)
+        outer, q = np.divmod(index.astype(np.int64), self._pairs)
+        d0, d1, s = dims[0], dims[1], self.swizzle
+        if self.raster == "as_listed":
+            j, i = np.divmod(q, d0)
+        elif self.raster == "along_m":
+            stripe, r = np.divmod(q, d0 * s)
+            width = np.minimum(s, d1 - stripe * s)
+            i, jj = np.divmod(r, width)
+            j = stripe * s + jj
+        else:
+            stripe, r = np.divmod(q, d1 * s)
+            width = np.minimum(s, d0 - stripe * s)
+            j, ii = np.divmod(r, width)
+            i = stripe * s + ii
+        rest = []
+        for extent in dims[2:]:
+            outer, digit = np.divmod(outer, extent)
+            rest.append(digit)
+        return np.stack([i, j, *rest], axis=1)
+
 
 class ClusterShape:
     """The coordinates of each CTA of a cluster from the cluster's (clamped to the grid)."""
@@ -93,6 +121,7 @@ class ClusterShape:
         scale = [cluster[i] if i < 3 else 1 for i in range(len(extents))]
         self.trivial = all(x == 1 for x in scale)
         self._per_rank: list[Callable[[Coords], Coords]] = []
+        self._tables: list[list[np.ndarray]] = []
         for rank in range(self.size):
             offs = (rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1]))
             tables = [
@@ -100,12 +129,20 @@ class ClusterShape:
                 for i, e in enumerate(extents)
             ]
             self._per_rank.append(_lookup(tables))
+            self._tables.append([np.asarray(t, dtype=np.int64) for t in tables])
 
     def coords(self, ccoord: Coords, rank: int) -> Coords:
         """CTA ``rank``'s grid coordinates in the cluster at ``ccoord``."""
         if self.trivial:
             return ccoord
         return self._per_rank[rank](ccoord)
+
+    def coords_array(self, ccoords: np.ndarray, rank: int) -> np.ndarray:
+        """CTA ``rank``'s grid coordinates for each row of cluster coordinates."""
+        if self.trivial:
+            return ccoords
+        tables = self._tables[rank]
+        return np.stack([t[ccoords[:, i]] for i, t in enumerate(tables)], axis=1)
 
 
 def _lookup(tables: list[list[int]]) -> Callable[[Coords], Coords]:
@@ -150,6 +187,18 @@ class SlotUnits(Sequence[ClusterUnit]):
         spec = self.spec
         return (spec(i) for i in range(self._len))
 
+    def columns(self) -> SlotColumns:
+        """The slot's units as columns over arrays (gpusim/sim/slotcolumns.py); NotColumnar when its
+        scheduler does not lay units out by arithmetic."""
+        spec = self.spec
+        if not isinstance(spec, _RoundRobin):
+            raise NotColumnar("not a round-robin slot")
+        maker = self._maker
+        ccoords, extra_index = spec.arrays(self._len)
+        return SlotColumns(
+            ccoords, extra_index, spec.extras, maker.shape.coords_array, maker.model, maker.columns
+        )
+
     def extras(self) -> Iterator[Mapping[str, Any]]:
         """Each cluster unit's scheduler extras, in order."""
         if self._extra_of is not None:
@@ -163,6 +212,8 @@ class _Maker:
 
     def __init__(self, model: UnitModel, shape: ClusterShape) -> None:
         self.model, self.shape = model, shape
+        self.columns: dict[Any, Any] = {}
+        """What slots' columns share (gpusim/sim/slotcolumns.py)."""
 
     def cluster(self, ccoord: Coords, extra: Mapping[str, Any]) -> ClusterUnit:
         coords, unit = self.shape.coords, self.model.unit
@@ -275,22 +326,26 @@ def split_k_fields(split: int, splits: int, kt: int | None) -> dict[str, Any]:
     return extra
 
 
-def _round_robin(
-    order: ClusterOrder, extras: list[dict[str, Any]], slot: int, num_slots: int
-) -> Callable[[int], Spec]:
-    n = len(order)
+class _RoundRobin:
+    """Slot ``slot``'s ``i``-th unit: the ``(slot + i * num_slots)``-th of the launch order, repeated once
+    per split-K split (the split's extras)."""
 
-    def spec(i: int) -> Spec:
-        split, index = divmod(slot + i * num_slots, n)
-        return order[index], extras[split]
+    def __init__(self, order: ClusterOrder, extras: list[dict[str, Any]], slot: int, num_slots: int) -> None:
+        self.order, self.extras, self.slot, self.num_slots = order, extras, slot, num_slots
 
-    return spec
+    def __call__(self, i: int) -> Spec:
+        split, index = divmod(self.slot + i * self.num_slots, len(self.order))
+        return self.order[index], self.extras[split]
 
+    def extra(self, i: int) -> Mapping[str, Any]:
+        """The ``i``-th unit's extras."""
+        return self.extras[(self.slot + i * self.num_slots) // len(self.order)]
 
-def _round_robin_extra(order: ClusterOrder, extras: list[dict[str, Any]], slot: int,
-                       num_slots: int) -> Callable[[int], Mapping[str, Any]]:  # fmt: skip
-    n = len(order)
-    return lambda i: extras[(slot + i * num_slots) // n]
+    def arrays(self, length: int) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``length`` units' cluster coordinates (one row each) and extras indices."""
+        flat = self.slot + np.arange(length, dtype=np.int64) * self.num_slots
+        split, index = np.divmod(flat, len(self.order))
+        return self.order.coords_array(index), split
 
 
 def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> WorkPlan:
@@ -326,8 +381,8 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
         total = len(order) * splits
         lengths = [len(range(s, total, num_slots)) for s in range(num_slots)]
         extra_keys = tuple(extras[0])
-        make_spec = lambda s: _round_robin(order, extras, s, num_slots)  # noqa: E731
-        make_extra = lambda s: _round_robin_extra(order, extras, s, num_slots)  # noqa: E731
+        make_spec = lambda s: _RoundRobin(order, extras, s, num_slots)  # noqa: E731
+        make_extra = lambda s: make_spec(s).extra  # noqa: E731
     model = UnitModel(sched, extra_keys)
     maker = _Maker(model, shape)
     slot_lists = tuple(
@@ -424,9 +479,30 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
     ranks = range(shape.size)
     coords_of = shape.coords
 
+    checked = (
+        [("field", j) for j, f in enumerate(model.fields) if f.kind in ("memo", "unit")] if checks else []
+    )
+
+    def columnar(slot: SlotUnits) -> tuple:
+        cols = slot.columns()
+        try:
+            per_rank = [cols.names(sig_keys, rank) for rank in ranks]
+            for rank in ranks:
+                for source in checked:
+                    cols.source(source, rank)
+        except GpusimError as err:  # the unit-by-unit path raises it as the eager plan did
+            raise NotColumnar(str(err)) from err
+        # equal unit sequences give equal columns (codes and distinct values), and the converse
+        return ("columns", len(slot), *((tuple(c.values), c.codes.tobytes()) for cs in per_rank for c in cs))
+
     def signature(slot: SlotUnits) -> tuple:
         if not getters and not checks:
             return (len(slot),)
+        if by_coords and slot:
+            try:
+                return columnar(slot)
+            except NotColumnar:
+                pass
         out = []
         specs = slot.specs() if by_coords else ((None, extra) for extra in slot.extras())
         by_extra = None if by_coords or not slot.shared_extras else per_extra

@@ -277,7 +277,12 @@ class UnitModel:
 
     def getter(self, expr: Expr, static: Mapping[str, Any], where: str) -> Getter:
         """The getter of ``expr`` over the unit's names (as they are after every field), else ``static``'s."""
-        return _Derived(self, expr, self.scope, static, where).getter()
+        return self.derived(expr, static, where).getter()
+
+    def derived(self, expr: Expr, static: Mapping[str, Any], where: str) -> _Derived:
+        """``expr`` over the unit's names (as they are after every field), else ``static``'s: its getter,
+        the unit names it reads (``bases``) and how it is computed (``kind``)."""
+        return _Derived(self, expr, self.scope, static, where)
 
     def unit(
         self, coords: Coords, extra: Mapping[str, Any], rank: int, upto: int | None = None

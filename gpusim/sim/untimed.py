@@ -34,15 +34,16 @@ of a kernel of any size is thus found after a few units per distinct slot.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.errors import DeadlockError
 from gpusim.schedule.ir import Schedule
-from gpusim.schedule.program import Stmt, names_read, statement_exprs, walk
-from gpusim.sim.scheduler import ClusterUnit, WorkPlan
+from gpusim.schedule.program import Stmt, statement_exprs, walk
+from gpusim.sim.scheduler import ClusterUnit, SlotUnits, WorkPlan
+from gpusim.sim.slotcolumns import Column, NotColumnar, SlotColumns, combined_codes, derived
 
 MAX_STEPS = 400_000
 """Statements the replay may execute over all its runs before it gives up and leaves it to the simulation."""
@@ -67,10 +68,13 @@ def _matches(stage_tag: dict[str, Any], ctx: dict[str, Any]) -> bool:
 class _Game:
     """Shared across the runs of one check: the schedule, the step budget, the expression memo."""
 
-    def __init__(self, sched: Schedule, arch: Arch) -> None:
+    def __init__(self, sched: Schedule, arch: Arch, max_steps: int = MAX_STEPS) -> None:
         self.sched = sched
         self.arch = arch
         self.steps = 0
+        self.max_steps = max_steps
+        self.ats: dict[int, tuple[tuple[str, Any], ...]] = {}
+        self.fills: dict[tuple[int, int], tuple[Stmt, ...]] = {}
         self.memo: dict[tuple, Any] = {}
         self.names: dict[Any, tuple[str, ...]] = {}
         self.relevant: set[int] = set()
@@ -80,10 +84,12 @@ class _Game:
             role.name: tuple(sorted({s.args.var for s, _ in walk(role.program) if s.op == "for"}))
             for role in sched.roles.values()
         }
-        self.jumps = "tile" not in names_read(
-            (r.program for r in sched.roles.values()), lambda st: id(st) in self.relevant
-        )
-        """Whole periods may be jumped only when no expression reads the tile ordinal (guards, ``at:``)."""
+        self.tile_window = _event_tile_window(sched, self.relevant)
+        """How far back (in work units) an event barrier's ``at: {tile: tile - c}`` reads; None when the
+        tile ordinal is read any other way."""
+        self.jumps = self.tile_window is not None
+        """Whole periods may be jumped only when the tile ordinal is read, if at all, as an offset of an
+        event barrier's tile (the arrivals are then shifted with the jump); not by guards or rings."""
         self.turnstiles_used = {
             role.name: {s.args.name for s, _ in walk(role.program) if s.op == "turn"}
             for role in sched.roles.values()
@@ -98,9 +104,31 @@ class _Game:
                 found = True
         return found
 
+    def at_of(self, stmt: Stmt) -> tuple[tuple[str, Any], ...]:
+        """A statement's ``at:`` entries."""
+        got = self.ats.get(id(stmt))
+        if got is None:
+            got = self.ats[id(stmt)] = tuple((getattr(stmt.args, "at", None) or {}).items())
+        return got
+
+    def fills_after(self, stmts: tuple[Stmt, ...], i: int) -> tuple[Stmt, ...]:
+        """The fills of the buffer that ``stmts[i]`` acquires, up to its next acquire in the block."""
+        key = (id(stmts), i)
+        got = self.fills.get(key)
+        if got is None:
+            buf = stmts[i].args.buf
+            found = []
+            for later in stmts[i + 1 :]:
+                if later.op == "acquire" and later.args.buf == buf:
+                    break
+                if later.op in _FILLS and later.args.buf == buf:
+                    found.append(later)
+            got = self.fills[key] = tuple(found)
+        return got
+
     def tick(self) -> None:
         self.steps += 1
-        if self.steps > MAX_STEPS:
+        if self.steps > self.max_steps:
             raise _GiveUp
 
     def eval(self, expr: Any, vars_: dict[str, Any], stmt: Stmt, kind: Any = None) -> Any:
@@ -455,8 +483,14 @@ class _Run:
             classes[h + n * period + i] == classes[h0 + i] for i in range(period)
         ):
             n += 1
-        if n == 0:
+        window = self.game.tile_window or 0
+        if n == 0 or n * period <= 2 * window:
             return
+        for cta in self.ctas:
+            for _count, arrivals in cta.events.values():
+                for (tile,), count in list(arrivals.items()):
+                    if tile >= h - window:
+                        arrivals[(tile + n * period,)] = count
         for ring, p0, p1 in zip(self.rings, before, positions, strict=True):
             shift = (p1 - p0) * n
             if not shift:
@@ -491,6 +525,9 @@ class _Run:
             out.append(tuple((t.token, tuple(sorted(t.done))) for t in cta.turnstiles.values()))
             out.append(tuple(n.arrived for n in cta.named.values()))
             out.append(cta.syncthreads.arrived if cta.syncthreads is not None else 0)
+            recent = self.horizon - (self.game.tile_window or 0)
+            out.append(tuple(tuple(sorted((t - self.horizon, c) for (t,), c in arrivals.items() if t >= recent))
+                             for _count, arrivals in cta.events.values()))  # fmt: skip
         for runner in self.runners:
             if any(runner.held.values()):
                 return None
@@ -498,6 +535,52 @@ class _Run:
                 (runner.gen is None, tuple(runner.vars.get(v) for v in self.game.loop_vars[runner.role.name]))
             )
         return tuple(out)
+
+
+def _event_tile_window(sched: Schedule, relevant: set[int]) -> int | None:
+    """The largest ``c`` of the ``tile - c`` (or ``tile + c``) that the replayed statements read, all of
+    them in an ``at:`` of an event barrier's wait or arrive (0: the tile ordinal is not read); None when
+    some statement reads it otherwise."""
+    window = 0
+    for role in sched.roles.values():
+        for stmt, _ in walk(role.program):
+            if id(stmt) not in relevant:
+                continue
+            for expr in statement_exprs(stmt):
+                if "tile" not in expr.names:
+                    continue
+                offset = _tile_offset(expr.text)
+                on_event = stmt.op in ("wait", "arrive") and getattr(stmt.args, "bar", None) is not None
+                if offset is None or expr is stmt.guard or not on_event:
+                    return None
+                window = max(window, abs(offset))
+    return window
+
+
+def _tile_offset(text: str) -> int | None:
+    """``c`` when ``text`` is ``tile``, ``tile + c``, ``tile - c`` or ``c + tile`` for an integer ``c``."""
+    import ast
+
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+    def is_tile(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id == "tile"
+
+    def constant(node: ast.AST) -> int | None:
+        ok = isinstance(node, ast.Constant) and type(node.value) is int
+        return node.value if ok else None  # type: ignore[union-attr]
+
+    if is_tile(tree):
+        return 0
+    if isinstance(tree, ast.BinOp) and isinstance(tree.op, (ast.Add, ast.Sub)):
+        if is_tile(tree.left) and (c := constant(tree.right)) is not None:
+            return c if isinstance(tree.op, ast.Add) else -c
+        if isinstance(tree.op, ast.Add) and is_tile(tree.right) and (c := constant(tree.left)) is not None:
+            return c
+    return None
 
 
 def _visits(position: int, index: int, stages: int) -> int:
@@ -527,6 +610,7 @@ class _Runner:
         self.jump = 0
         self.gen: Generator[None, None, None] | None = None
         self.moves = 0
+        self._dispatch: dict[str, Any] = {}
 
     def start(self) -> None:
         self.gen = self._program()
@@ -560,12 +644,16 @@ class _Runner:
         return self.game.eval(expr, self.vars, stmt, "size")
 
     def _block(self, stmts: tuple[Stmt, ...]) -> Generator[None, None, None]:
-        relevant = self.game.relevant
+        game = self.game
+        relevant = game.relevant
+        dispatch = self._dispatch
         for i, stmt in enumerate(stmts):
             if id(stmt) not in relevant:
                 continue
-            self.game.tick()
-            if stmt.guard is not None and not self._eval(stmt.guard, stmt):
+            game.steps += 1
+            if game.steps > game.max_steps:
+                raise _GiveUp
+            if stmt.guard is not None and not game.eval(stmt.guard, self.vars, stmt):
                 continue
             op = stmt.op
             if op == "for":
@@ -576,7 +664,10 @@ class _Runner:
                 yield from self._turn(stmt)
             else:
                 self.blocked_on = stmt.where
-                yield from getattr(self, "_" + op)(stmt, stmts, i)
+                run_op = dispatch.get(op)
+                if run_op is None:
+                    run_op = dispatch[op] = getattr(self, "_" + op)
+                yield from run_op(stmt, stmts, i)
 
     def _for(self, stmt: Stmt) -> Generator[None, None, None]:
         args = stmt.args
@@ -630,7 +721,8 @@ class _Runner:
 
     def _context(self, stmt: Stmt) -> dict[str, Any]:
         ctx = dict(self.loop)
-        for key, expr in getattr(stmt.args, "at", {}).items():
+        at = self.game.at_of(stmt)
+        for key, expr in at:
             ctx[key] = expr(self.vars, where=stmt.where)
         return ctx
 
@@ -644,14 +736,8 @@ class _Runner:
         cursor = self.cursors[buf]
         expect = 0.0
         if ring.bytes_full:
-            for later in stmts[i + 1 :]:
-                if later.op == "acquire" and later.args.buf == buf:
-                    break
-                if (
-                    later.op in _FILLS
-                    and later.args.buf == buf
-                    and (later.guard is None or self._eval(later.guard, later))
-                ):
+            for later in self.game.fills_after(stmts, i):
+                if later.guard is None or self._eval(later.guard, later):
                     expect += self._size(later.args.bytes, later)
         ctx = self._context(stmt)
         while not ring.try_open(cursor, ctx, expect, self.run):
@@ -805,12 +891,16 @@ class Replay:
     runs: int
 
 
-def replay(sched: Schedule, arch: Arch, plan: WorkPlan) -> Replay:
-    """Replay every distinct cluster run of ``plan`` untimed (see the module docstring); never raises."""
-    game = _Game(sched, arch)
+def replay(sched: Schedule, arch: Arch, plan: WorkPlan, max_steps: int = MAX_STEPS,
+           max_runs: int | None = None) -> Replay:  # fmt: skip
+    """Replay every distinct cluster run of ``plan`` untimed (see the module docstring), executing at
+    most ``max_steps`` statements and ``max_runs`` runs (past either: undecided); never raises."""
+    game = _Game(sched, arch, max_steps)
     runs = 0
     try:
         for cunits, classes in _distinct_runs(sched, plan):
+            if max_runs is not None and runs >= max_runs:
+                return Replay(None, False, game.steps, runs)
             run = _Run(game, cunits, classes)
             runs += 1
             blocked = run.play()
@@ -821,11 +911,13 @@ def replay(sched: Schedule, arch: Arch, plan: WorkPlan) -> Replay:
     return Replay(None, True, game.steps, runs)
 
 
-def check_untimed(sched: Schedule, arch: Arch, plan: WorkPlan, after_events: int = 0) -> None:
+def check_untimed(sched: Schedule, arch: Arch, plan: WorkPlan, after_events: int = 0,
+                  max_steps: int = MAX_STEPS, max_runs: int | None = None) -> bool:  # fmt: skip
     """Raise DeadlockError when the untimed replay of some cluster's work ends with roles blocked (a
-    deadlock for every timing); say nothing when it completes or cannot decide. ``after_events``: how
-    many events the simulation ran before calling it (0: before simulating), said in the message."""
-    found = replay(sched, arch, plan)
+    deadlock for every timing); otherwise return whether it decided (completed: no deadlock for any
+    timing). ``after_events``: how many events the simulation ran before calling it (0: before
+    simulating), said in the message; ``max_steps`` and ``max_runs``: the replay's budget."""
+    found = replay(sched, arch, plan, max_steps, max_runs)
     if found.deadlock is not None:
         message = found.deadlock
         if after_events:
@@ -833,31 +925,29 @@ def check_untimed(sched: Schedule, arch: Arch, plan: WorkPlan, after_events: int
                 "found before simulating", f"found after {after_events:,} simulated events", 1
             )
         raise DeadlockError(message)
+    return found.decided
 
 
-def _distinct_runs(sched: Schedule, plan: WorkPlan) -> list[tuple[list[ClusterUnit], list[Any]]]:
+def _distinct_runs(sched: Schedule, plan: WorkPlan) -> Iterator[tuple[list[ClusterUnit], list[Any]]]:
     """The cluster runs to replay: each slot list of a persistent kernel (each grid unit of a grid launch)
     whose units differ, by what the replayed statements make of them, from every run before it."""
     classify = _Classes(sched, _Game(sched, None).relevant)  # type: ignore[arg-type]
-    out = []
     done: set[tuple] = set()
     for group in plan.groups:
         for slot in group.slots:
             if not slot:
                 continue
+            classes = classify.of_slot(slot)
             if sched.launch.persistent:
-                classes = [classify(cu) for cu in slot]
                 key = _runs_of(classes)
                 if key not in done:
                     done.add(key)
-                    out.append((list(slot), classes))
+                    yield list(slot), classes
             else:
-                for cu in slot:
-                    c = classify(cu)
+                for i, c in enumerate(classes):
                     if (c,) not in done:
                         done.add((c,))
-                        out.append(([cu], [c]))
-    return out
+                        yield [slot[i]], [c]
 
 
 class _Classes:
@@ -885,10 +975,10 @@ class _Classes:
         in units where the conjuncts hold."""
         self.numbers: dict[tuple, int] = {}
 
-    def _split(self, unit: dict[str, Any]) -> None:
-        self.fields = tuple(sorted(unit))
-        known = set(unit) | set(self.env) | {"r", "cta_rank"}
-        fields = set(unit)
+    def _split(self, unit_names: Iterable[str]) -> None:
+        self.fields = tuple(sorted(unit_names))
+        fields = set(self.fields)
+        known = fields | set(self.env) | {"r", "cta_rank"}
         raw: set[str] = set()
         shared: dict[str, _Cached] = {}
         seen: set[tuple] = set()
@@ -944,6 +1034,62 @@ class _Classes:
             parts.append(tuple(row))
         key = tuple(parts)
         return self.numbers.setdefault(key, len(self.numbers))
+
+    def of_slot(self, slot: SlotUnits) -> list[int]:
+        """The class of each of a slot's cluster units, over columns where the slot has them."""
+        try:
+            return self._columnar(slot.columns())
+        except NotColumnar:
+            return [self(cu) for cu in slot]
+
+    def _columnar(self, cols: SlotColumns) -> list[int]:
+        if self.fields is None:
+            self._split(cols.model.keys)
+        length = cols.length
+        per_rank: list[list[Column]] = []
+        for rank in range(cols.ranks):
+            memo: dict[tuple, Column] = {}
+            row = [cols.name(n, rank) for n in self.raw_names]
+            for conjuncts, replicas in self.values:
+                row.extend(self._holds_column(cols, conjuncts, rank, r, memo) for r in replicas)
+            for gate, names, replicas in self.gated:
+                named = [cols.name(n, rank) for n in names]
+                for r in replicas:
+                    holds = self._holds_column(cols, gate, rank, r, memo)
+                    row.append(derived([holds, *named], length, lambda i, h=holds, named=named:
+                                       tuple(c.at(i) for c in named) if h.at(i) is True else _MISSING))  # fmt: skip
+            per_rank.append(row)
+        flat = [c for row in per_rank for c in row]
+        if not flat:
+            return [self.numbers.setdefault(tuple(() for _ in per_rank), len(self.numbers))] * length
+        first, combo, _ = combined_codes(flat)
+        numbers = []
+        for i in first.tolist():
+            key = tuple(tuple(v for c in row if (v := c.at(i)) is not _MISSING) for row in per_rank)
+            numbers.append(self.numbers.setdefault(key, len(self.numbers)))
+        return [numbers[c] for c in combo.tolist()]
+
+    def _holds_column(self, cols: SlotColumns, parts: list[_Cached], rank: int, r: int,
+                      memo: dict[tuple, Column]) -> Column:  # fmt: skip
+        """``_holds`` of every unit of the slot, as a column."""
+        part_cols = []
+        for part in parts:
+            key = (id(part), r if part.reads_replica else 0)
+            col = memo.get(key)
+            if col is None:
+                named = [cols.name(n, rank) for n in part.unit_names]
+                if len(named) == 1:
+                    name = part.unit_names[0]
+                    col = cols.mapped(named[0], lambda v, p=part, name=name: p.value(self.env, {name: v}, r),
+                                      ("replayed", part.expr.text, name, key[1]))  # fmt: skip
+                else:
+                    col = derived(named, cols.length, lambda i, p=part, named=named: p.value(
+                        self.env, {n: c.at(i) for n, c in zip(p.unit_names, named, strict=True)}, r))  # fmt: skip
+                memo[key] = col
+            part_cols.append(col)
+        if len(part_cols) == 1:
+            return part_cols[0]
+        return derived(part_cols, cols.length, lambda i: all(bool(c.at(i)) for c in part_cols))
 
 
 class _Cached:
