@@ -243,7 +243,7 @@ PROBLEMS = {"long_producer": {"M": 2048, "N": 2048, "K": 448}}
 
 def _without_the_balance_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("gpusim.schedule.check.check_balance", lambda *_: frozenset())
-    monkeypatch.setattr("gpusim.sim.engine.check_untimed", lambda *_: None)
+    monkeypatch.setattr("gpusim.sim.engine.check_untimed", lambda *_, **__: None)
 
 
 @pytest.mark.parametrize("name", sorted(set(MUTATIONS) - {"final_sync_9"}))
