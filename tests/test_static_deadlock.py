@@ -400,3 +400,28 @@ def test_a_consumer_that_releases_a_stage_twice_gets_a_report_not_a_traceback(tm
     path.write_text(text.replace(line, line + line))
     with pytest.raises(DeadlockError, match=r"deadlock at t=.*\(waiting for stage .* of 'osm'"):
         gpusim.predict(str(path), "b200", batch=2, heads=16, seqlen_q=512, attribute=False)
+
+
+def test_units_that_replay_alike_are_replayed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A guard true only in the grid's last unit (it reads ``m`` and ``n``) leaves two kinds of units: the
+    balance check replays each role once per kind (the untimed replay's unit classes), not once per
+    sampled unit."""
+    import gpusim.schedule.balance as balance
+
+    path = _pingpong(tmp_path, "last_unit_guard", barriers="  late: {kind: event, count: 1}\n",
+                     before_epilogue="        - arrive: late\n          if: m == ceil_div(M, BM) - 1 and n == 0\n")  # fmt: skip
+    made: list[balance._Replayer] = []
+    real_init = balance._Replayer.__init__
+
+    def keep(self: balance._Replayer, sched: Schedule) -> None:
+        real_init(self, sched)
+        made.append(self)
+
+    monkeypatch.setattr(balance._Replayer, "__init__", keep)
+    arch = load_arch("h100")
+    sched = load_schedule(str(path), arch, {"M": 8192, "N": 8192, "K": 8192})
+    check_balance(sched, arch)
+    (replayer,) = made
+    per_unit = [key for key in replayer.memo if "class" in key]
+    assert len({key[-1] for key in per_unit}) == 2
+    assert len(per_unit) <= 2 * 2 * 3  # two kinds of unit x two CTAs x (producer + two math replicas)

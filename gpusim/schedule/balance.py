@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,7 @@ from gpusim.errors import DeadlockError, GpusimError
 from gpusim.schedule.ir import Role, Schedule
 from gpusim.schedule.program import Stmt, walk
 from gpusim.sim.scheduler import split_k_fields
+from gpusim.sim.untimed import unit_classifier
 
 MAX_REPLAY_STEPS = 100_000
 """Statements the replay may execute over all sampled units before it gives up and says nothing."""
@@ -110,6 +112,7 @@ def check_balance(sched: Schedule, arch: Arch | None = None) -> frozenset[str]:
     if not units:
         return frozenset()
     replay = _Replayer(sched)
+    replay.classify = unit_classifier(sched)
     if arch is not None:
         replay.unit_counts = _units_per_cta(sched, arch)
     checked: set[str] | None = None
@@ -195,6 +198,9 @@ class _Replayer:
         self.unit_counts: set[int] = set()
         """How many units the CTAs run (empty: unknown, without the arch)."""
         self.dependent = _unit_dependent_names(sched)
+        self.classify: Callable[[tuple[dict[str, Any], ...]], int] | None = None
+        """Numbers units by what the replayed statements make of them (gpusim/sim/untimed.py): units with
+        one number replay alike, whatever else of them differs (a guard true in one unit only)."""
         self.seen: dict[tuple, set[str]] = {}
         """Names checked for each combination of replays already checked (units that replay alike)."""
         self.producers = {b: _roles_with(sched, b, ("acquire", "commit")) for b in sched.buffers}
@@ -211,7 +217,10 @@ class _Replayer:
         """What ``role``'s ``replica`` does on CTA ``rank`` when its tiles loop runs ``unit`` (None: runs
         no unit)."""
         local = {**self.sched.env, "r": replica, "cta_rank": rank, **(unit or {})}
-        key = (role.name, replica, unit is None, *(local.get(n) for n in self.reads[role.name]))
+        if unit is not None and self.classify is not None:
+            key: tuple = (role.name, replica, rank, "class", self.classify((unit,)))
+        else:
+            key = (role.name, replica, unit is None, *(local.get(n) for n in self.reads[role.name]))
         done = self.memo.get(key)
         if done is not None:
             return done

@@ -34,7 +34,7 @@ of a kernel of any size is thus found after a few units per distinct slot.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -948,6 +948,13 @@ def _distinct_runs(sched: Schedule, plan: WorkPlan) -> Iterator[tuple[list[Clust
                     if (c,) not in done:
                         done.add((c,))
                         yield [slot[i]], [c]
+
+
+def unit_classifier(sched: Schedule) -> Callable[[ClusterUnit], int]:
+    """Numbers cluster units (a CTA's unit alone as a 1-tuple) by what the replayed synchronisation
+    statements (and the loops, guards and fills around them) make of them: units with one number replay
+    alike in every role."""
+    return _Classes(sched, _Game(sched, None).relevant)  # type: ignore[arg-type]
 
 
 class _Classes:
