@@ -121,10 +121,9 @@ def _standard_streams() -> None:
 def run_guarded(app: Callable[..., Any]) -> NoReturn:
     """Run the typer ``app`` and exit with a documented status; every failure is one line on stderr."""
     _standard_streams()
-    if _help_as_json(sys.argv[1:]):
-        _run_help_as_json(app)
+    help_json = _help_as_json(sys.argv[1:])
     try:
-        rv = app(standalone_mode=False)
+        rv = _run_capturing_help(app) if help_json else app(standalone_mode=False)
     except GpusimError as exc:
         _fail(f"error: {one_line(str(exc))}", exit_code_for(exc))
     except KeyboardInterrupt:
@@ -136,7 +135,8 @@ def run_guarded(app: Callable[..., Any]) -> NoReturn:
         sys.exit(exc.exit_code)
     except ClickException as exc:
         if NoArgsIsHelpError is not None and isinstance(exc, NoArgsIsHelpError) and exc.ctx is not None:
-            sys.stdout.write(exc.ctx.get_help() + "\n")
+            text = exc.ctx.get_help() + "\n"
+            sys.stdout.write(_json_or_help(text) if help_json else text)
             _flush_stdout()
             sys.exit(EXIT_OK)
         hint = f"; {_usage_hint(exc)}" if isinstance(exc, UsageError) else ""
@@ -173,31 +173,32 @@ def _help_as_json(args: list[str]) -> bool:
     return "--json" in options and ("--help" in options or "-h" in options)
 
 
-def _run_help_as_json(app: Callable[..., Any]) -> NoReturn:
-    """Print the help that ``--help`` asks for as ``{"help": TEXT}``, so ``--json`` output stays JSON."""
+def _json_or_help(text: str) -> str:
+    """What a ``--json`` run that also asked for ``--help`` prints: its output when that is JSON (the
+    ``-h`` was an option's value), else the help as ``{"help": TEXT}``."""
+    if not text.strip():
+        return text
+    try:
+        json.loads(text)
+        return text
+    except ValueError:
+        return strict_json({"help": text}) + "\n"
+
+
+def _run_capturing_help(app: Callable[..., Any]) -> Any:
+    """Run ``app`` with stdout captured; print it (help as JSON) once it returns or exits."""
     import contextlib
     import io
 
     captured = io.StringIO()
-    status = EXIT_OK
-    with contextlib.redirect_stdout(captured):
-        try:
+    try:
+        with contextlib.redirect_stdout(captured):
             rv = app(standalone_mode=False)
-            status = rv if isinstance(rv, int) else EXIT_OK
-        except Exit as exc:
-            status = exc.exit_code
-        except ClickException as exc:
-            if not (
-                NoArgsIsHelpError is not None and isinstance(exc, NoArgsIsHelpError) and exc.ctx is not None
-            ):
-                hint = f"; {_usage_hint(exc)}" if isinstance(exc, UsageError) else ""
-                _fail(f"error: {one_line(exc.format_message(), 600)}{hint}", EXIT_INPUT)
-            captured.write(exc.ctx.get_help() + "\n")
-    if status != EXIT_OK:
-        _fail(f"error: --help ended with status {status}", EXIT_INPUT)
-    write_json({"help": captured.getvalue()})
-    _flush_stdout()
-    sys.exit(EXIT_OK)
+    except Exit:
+        sys.stdout.write(_json_or_help(captured.getvalue()))
+        raise
+    sys.stdout.write(_json_or_help(captured.getvalue()))
+    return rv
 
 
 def _finite(value: Any) -> Any:
