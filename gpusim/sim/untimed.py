@@ -930,9 +930,12 @@ def check_untimed(sched: Schedule, arch: Arch, plan: WorkPlan, after_events: int
 
 def _distinct_runs(sched: Schedule, plan: WorkPlan) -> Iterator[tuple[list[ClusterUnit], list[Any]]]:
     """The cluster runs to replay: each slot list of a persistent kernel (each grid unit of a grid launch)
-    whose units differ, by what the replayed statements make of them, from every run before it."""
+    whose units differ, by what the replayed statements make of them, from every run before it. The
+    runs holding the rarest units come first (a deadlock confined to a few units, such as the grid's
+    last, is met in the first runs)."""
     classify = _Classes(sched, _Game(sched, None).relevant)  # type: ignore[arg-type]
-    done: set[tuple] = set()
+    found: dict[tuple, tuple[SlotUnits, int, list[int]]] = {}
+    slots_with: dict[int, int] = {}
     for group in plan.groups:
         for slot in group.slots:
             if not slot:
@@ -940,14 +943,18 @@ def _distinct_runs(sched: Schedule, plan: WorkPlan) -> Iterator[tuple[list[Clust
             classes = classify.of_slot(slot)
             if sched.launch.persistent:
                 key = _runs_of(classes)
-                if key not in done:
-                    done.add(key)
-                    yield list(slot), classes
+                if key not in found:
+                    found[key] = (slot, -1, classes)
+                for c in set(classes):
+                    slots_with[c] = slots_with.get(c, 0) + 1
             else:
                 for i, c in enumerate(classes):
-                    if (c,) not in done:
-                        done.add((c,))
-                        yield [slot[i]], [c]
+                    slots_with[c] = slots_with.get(c, 0) + 1
+                    if (c,) not in found:
+                        found[(c,)] = (slot, i, [c])
+    runs = sorted(found.values(), key=lambda run: min(slots_with[c] for c in run[2]))  # stable: plan order
+    for slot, index, classes in runs:
+        yield (list(slot) if index < 0 else [slot[index]]), classes
 
 
 def unit_classifier(sched: Schedule) -> Callable[[ClusterUnit], int]:
