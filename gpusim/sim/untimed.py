@@ -81,9 +81,11 @@ class _Game:
         for role in sched.roles.values():
             self._mark(role.program)
         self.loop_vars = {
-            role.name: tuple(sorted({s.args.var for s, _ in walk(role.program) if s.op == "for"}))
-            for role in sched.roles.values()
+            role.name: _stale_reads(role.program, self.relevant) for role in sched.roles.values()
         }
+        """Per role, the loop variables a replayed statement reads outside every loop that binds them (the
+        value a finished loop left behind): those are part of a cut's state; the others are rebound
+        before they are read."""
         self.tile_window = _event_tile_window(sched, self.relevant)
         """How far back (in work units) an event barrier's ``at: {tile: tile - c}`` reads; None when the
         tile ordinal is read any other way."""
@@ -535,6 +537,24 @@ class _Run:
                 (runner.gen is None, tuple(runner.vars.get(v) for v in self.game.loop_vars[runner.role.name]))
             )
         return tuple(out)
+
+
+def _stale_reads(program: tuple[Stmt, ...], relevant: set[int]) -> tuple[str, ...]:
+    """The loop variables of ``program`` that some replayed statement reads where no enclosing loop binds
+    them (a ``for``'s own bounds are read outside it)."""
+    loop_vars = {s.args.var for s, _ in walk(program) if s.op == "for"}
+    stale: set[str] = set()
+
+    def visit(stmts: tuple[Stmt, ...], bound: frozenset[str]) -> None:
+        for stmt in stmts:
+            if id(stmt) in relevant:
+                for expr in statement_exprs(stmt):
+                    stale.update((expr.names & loop_vars) - bound)
+            inner = bound | {stmt.args.var} if stmt.op == "for" else bound
+            visit(stmt.body, inner)
+
+    visit(program, frozenset())
+    return tuple(sorted(stale))
 
 
 def _event_tile_window(sched: Schedule, relevant: set[int]) -> int | None:
