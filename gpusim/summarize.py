@@ -38,6 +38,7 @@ def predict_resolved(
     max_events: int | None = DEFAULT_MAX_EVENTS,
     interval_name: str | None = None,
     horizon_us: float | None = None,
+    replay: str = "early",
 ) -> Prediction:
     """Simulate ``sched`` on ``arch`` (whose calibration block says which costs) and summarize.
 
@@ -46,7 +47,9 @@ def predict_resolved(
     ``Prediction.timeline`` for traces and plots. ``interval_name`` is the name whose family picks the
     interval's residuals (default: the schedule's name). ``horizon_us``: raise HorizonReached as soon as
     the predicted time (kernel plus launch) is known to reach it (a search's best so far); applied where
-    the power model is off (one simulation at a fixed clock)."""
+    the power model is off (one simulation at a fixed clock). ``replay``: when the untimed deadlock
+    replay runs (``simulate``'s argument); the power model's later simulations of the same schedule
+    skip it."""
     kwargs: dict[str, Any] = {
         "record": record or attribute,
         "deadline_s": deadline_s,
@@ -58,11 +61,14 @@ def predict_resolved(
         if horizon_us is not None:
             kwargs["horizon_ns"] = horizon_us * 1000.0 - arch.calibration.launch_overhead_ns
         with fewer_collections():
-            run = simulate(sched, arch, **kwargs)
+            run = simulate(sched, arch, replay=replay, **kwargs)
             return summarize(run, keep_timeline=record, attributed=attribute, interval_name=interval_name)
+    replays = [replay]
 
     def run_at(clock_mhz: float) -> SimRun:
-        return simulate(sched, at_clock(arch, clock_mhz), **kwargs)
+        run = simulate(sched, at_clock(arch, clock_mhz), replay=replays[-1], **kwargs)
+        replays.append("none")  # the clock changes nothing the replay reads
+        return run
 
     with fewer_collections():
         solution = sustained_clock(arch, sched, run_at)

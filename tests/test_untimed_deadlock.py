@@ -250,3 +250,19 @@ def test_what_the_replay_refuses_the_simulation_never_completes() -> None:
         ):
             simulate(mutant, arch)
     assert refused >= 2
+
+
+def test_the_power_models_later_simulations_do_not_replay_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the power model a prediction simulates the kernel at several clocks: the deadlock replay,
+    which no clock changes, runs with the first only."""
+    modes: list[str] = []
+    real = gpusim.summarize.simulate
+
+    def recording(*args: object, **kwargs: object) -> object:
+        modes.append(str(kwargs.get("replay")))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("gpusim.summarize.simulate", recording)
+    prediction = gpusim.predict("gemm_ws_pingpong", "h800", M=2048, N=2048, K=2048, attribute=False)
+    assert prediction.sim["power_simulations"] == len(modes) > 1
+    assert modes == ["early"] + ["none"] * (len(modes) - 1)

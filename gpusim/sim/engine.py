@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import simpy
 
@@ -304,6 +304,7 @@ def simulate(
     deadline_s: float | None = None,
     shared_tensor_core: bool | None = None,
     horizon_ns: float | None = None,
+    replay: Literal["early", "late", "none"] = "early",
 ) -> SimRun:
     """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
 
@@ -316,14 +317,19 @@ def simulate(
     callers; nothing in gpusim's own commands uses it, since its outcome depends on the machine.
     ``shared_tensor_core`` overrides the arch's ``shared_tensor`` mechanism (None: as the arch says).
     ``horizon_ns``: stop with HorizonReached once simulated time reaches it (the kernel then takes at
-    least that long; a search uses its best time so far)."""
+    least that long; a search uses its best time so far). ``replay``: when the untimed replay of the
+    synchronisation runs (gpusim/sim/untimed.py): ``early`` before simulating (and again in full past
+    UNTIMED_REPLAY_AFTER_EVENTS if undecided), ``late`` only past that many events (a search among
+    shipped schedules), ``none`` never (a re-simulation of a schedule already replayed)."""
     budgets = check_schedule(sched, arch)
     start = time.perf_counter()
     plan = plan_work(sched, arch, group_identical=group_identical)
-    replay_at = UNTIMED_REPLAY_AFTER_EVENTS
-    if replay_at <= 0:
+    replay_at = UNTIMED_REPLAY_AFTER_EVENTS if replay != "none" else -1
+    if replay_at == 0:
         check_untimed(sched, arch, plan)
-    elif check_untimed(sched, arch, plan, max_steps=EARLY_REPLAY_STEPS, max_runs=EARLY_REPLAY_RUNS):
+    elif replay == "early" and check_untimed(
+        sched, arch, plan, max_steps=EARLY_REPLAY_STEPS, max_runs=EARLY_REPLAY_RUNS
+    ):
         replay_at = -1  # decided: no deadlock for any timing
     multicast = _operand_multicast(_tma_multicasts(sched))
     miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
