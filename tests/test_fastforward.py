@@ -18,6 +18,7 @@ from gpusim.errors import GpusimError, SimulationLimitExceeded
 from gpusim.report.trace import trace_events
 from gpusim.schedule.load import _read_spec, builtin_schedule_names, load_schedule, schedule_path
 from gpusim.sim.engine import simulate
+from gpusim.sim.scheduler import plan_work
 from gpusim.summarize import summarize
 
 SCHEDULES = Path(__file__).resolve().parent.parent / "schedules"
@@ -348,3 +349,86 @@ def test_a_role_launch_forgets_snapshots_that_can_no_longer_match() -> None:
     ff.logging = True
     ff.add_runner(runner, object())  # type: ignore[arg-type]
     assert not ff._history and not ff.logging
+
+
+def _guarded_in_the_mainloop(tmp_path: Path) -> Path:
+    """Ping-pong whose producer arrives on an event after the last k-tile of the grid's last unit (a guard
+    on the unit's coordinates inside the k-loop; nothing waits on it)."""
+    from test_static_deadlock import _pingpong
+
+    path = _pingpong(tmp_path, "guarded_mainloop", barriers="  late: {kind: event, count: 1}\n")
+    text = path.read_text()
+    acquire = "        - acquire: ab\n"
+    last = "m == ceil_div(M, BM) - 1 and n == ceil_div(N, BN) - 1"
+    path.write_text(
+        text.replace(
+            acquire, acquire + f"        - arrive: late\n          if: ({last}) and k == k_end - 1\n"
+        )
+    )
+    return path
+
+
+@pytest.mark.parametrize("problem", [{"M": 8192, "N": 8192, "K": 1024}, {"M": 8192, "N": 4096, "K": 2048}])
+def test_a_guard_on_the_units_coordinates_in_the_mainloop_agrees_with_exact(
+    tmp_path: Path, problem: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard reads the unit's fields inside the k-loop: the k-level jumps log it as a summary, checked
+    in every tile a tile-level jump skips (gpusim/sim/fastforward.py `_holds_summary`)."""
+    import gpusim.sim.fastforward as fastforward
+
+    checked: list[int] = []
+    real = fastforward._holds_summary
+
+    def counting(summary: tuple, d: dict[str, int], periods: int) -> int:
+        checked.append(periods)
+        return real(summary, d, periods)
+
+    monkeypatch.setattr(fastforward, "_holds_summary", counting)
+    path = _guarded_in_the_mainloop(tmp_path)
+    arch = load_arch("h100")
+    sched = load_schedule(str(path), arch, problem)
+    exact_run, ff_run = simulate(sched, arch, exact=True), simulate(sched, arch)
+    a, b = summarize(exact_run), summarize(ff_run)
+    assert b.time_us == pytest.approx(a.time_us, rel=TOLERANCE)
+    for unit, value in a.utilization.items():
+        assert b.utilization[unit] == pytest.approx(value, rel=TOLERANCE, abs=1e-4), unit
+    for counter in ("hbm_read_bytes", "hbm_write_bytes", "tflops"):
+        assert getattr(b, counter) == pytest.approx(getattr(a, counter), rel=TOLERANCE), counter
+    assert ff_run.events < exact_run.events * 0.7
+    assert checked  # tile-level jumps checked the summaries
+
+
+def test_work_in_the_middle_of_one_rows_mainloop_agrees_with_exact(tmp_path: Path) -> None:
+    """A heavy CUDA-core op at one k-tile of the units at m = 5 (a guard on the unit's coordinates and the
+    loop variable): whatever the jumps skip, the fast-forward agrees with exact, op included."""
+    path = _guarded_in_the_mainloop(tmp_path)
+    wait = "          - wait: ab\n"
+    text = path.read_text()
+    assert text.count(wait) == 1
+    path.write_text(
+        text.replace(
+            wait,
+            wait + "          - cuda: {mix: convert, elems: 4000000}\n            if: m == 5 and k == 9\n",
+        )
+    )
+    arch = load_arch("h100")
+    sched = load_schedule(str(path), arch, {"M": 8192, "N": 8192, "K": 1024})
+    exact_run, ff_run = simulate(sched, arch, exact=True), simulate(sched, arch)
+    a, b = summarize(exact_run), summarize(ff_run)
+    assert b.time_us == pytest.approx(a.time_us, rel=TOLERANCE)
+    assert b.utilization["fp32"] == pytest.approx(a.utilization["fp32"], rel=TOLERANCE, abs=1e-4)
+    (tmp_path / "plain").mkdir()
+    plain = summarize(simulate(load_schedule(str(_guarded_in_the_mainloop(tmp_path / "plain")), arch,
+                                             {"M": 8192, "N": 8192, "K": 1024}), arch))  # fmt: skip
+    assert a.time_us > plain.time_us * 1.001  # the op costs something the jump must not skip
+
+
+def test_slots_whose_units_run_alike_are_one_group(tmp_path: Path) -> None:
+    """The guard reads m and n, so every slot's units differ by coordinates, but in all slots but the one
+    running the grid's last unit it is false throughout: those slots run alike and are simulated once."""
+    path = _guarded_in_the_mainloop(tmp_path)
+    arch = load_arch("h100")
+    sched = load_schedule(str(path), arch, {"M": 8192, "N": 8192, "K": 1024})
+    plan = plan_work(sched, arch)
+    assert len(plan.groups) <= 3
+    assert sum(g.weight for g in plan.groups) == 66

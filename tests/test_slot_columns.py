@@ -16,7 +16,8 @@ from gpusim.api import _resolve_schedule, load_arch
 from gpusim.schedule.ir import Schedule
 from gpusim.sim.scheduler import ClusterOrder, plan_work
 from gpusim.sim.slotcolumns import NotColumnar
-from gpusim.sim.untimed import _Classes, _Game
+from gpusim.sim.unitclasses import UnitClasses as _Classes
+from gpusim.sim.untimed import _Game
 
 
 def _columnar_slots(sched: Schedule, arch_id: str) -> list[Any]:

@@ -513,16 +513,22 @@ class FastForward:
                     self._jump(period, periods, snap, logs)
                     skipped = periods * (events - old.events)
                     self.skipped_events += skipped
-                    if _tile_independent(logs, period.loop_delta, self.unit_fields):
-                        # Outer loops (the tile loop) keep their checkpoints: over a whole tile, the
-                        # skipped iterations read what the observed ones read (nothing they read
-                        # depends on the tile), so a later tile-level period is checked by the reads
-                        # logged since its first checkpoint. Only this loop's history is stale.
+                    tile_reads = _tile_dependent_reads(logs, period.loop_delta, self.unit_fields)
+                    if tile_reads is not None:
+                        # Outer loops (the tile loop) keep their checkpoints: a later tile-level period
+                        # is checked by the reads logged since its first checkpoint. The skipped
+                        # iterations read what the observed ones read, up to the reads of the tile's
+                        # own fields: those are logged as summaries, each checked in every tile a
+                        # later jump skips, over the same iterations. Only this loop's history is stale.
                         for k in keys:
                             self._history.pop(k, None)
                             self._cheap.pop(k, None)
                         self._seq += 1
-                        self._logs.append((self._seq, {}))
+                        summaries = {
+                            ("s", self._seq, i): (entry, dict(period.loop_delta), periods)
+                            for i, entry in enumerate(tile_reads)
+                        }
+                        self._logs.append((self._seq, summaries))
                     else:
                         self._history.clear()
                         self._cheap.clear()
@@ -627,6 +633,8 @@ class FastForward:
                 continue
             if kind == "e":
                 good = _holds_expr(entry, d, periods)
+            elif kind == "s":
+                good = _holds_summary(entry, d, periods)
             elif kind == "m":
                 good = _holds_miss(entry, d, periods)
             else:
@@ -1039,22 +1047,86 @@ def values_of(moving: dict[str, list[int]], name: str) -> list[int]:
 # ---- checks that the recorded reads hold over the skipped periods -------------------------------------
 
 
-def _tile_independent(logs: list[dict[tuple, Any]], d: dict[str, int], unit_fields: frozenset[str]) -> bool:
-    """Whether every read of a jump's observed period that moves with the jumped loops reads nothing of
-    the tile (so the skipped iterations of any tile read what the observed ones read), and no chunk
-    buffer took part (their landed tags are not re-checked per tile)."""
+def _tile_dependent_reads(logs: list[dict[tuple, Any]], d: dict[str, int], unit_fields: frozenset[str]
+                          ) -> list[tuple] | None:  # fmt: skip
+    """The reads of a jump's observed period that move with the jumped loops and read the tile (its
+    ordinal or its unit's fields): what a later tile-level jump must check again in every tile it skips.
+    None when the jump moves the tile itself or a chunk buffer took part (not summarised)."""
     if d.get("tile"):
-        return False
+        return None
+    out = []
     for log in logs:
         for key, entry in log.items():
             kind = key[0]
             if kind in ("l", "w"):
-                return False
+                return None
             if kind == "e":
                 names, uses_unit = entry[3], entry[5]
                 tile_read = uses_unit or "tile" in names or any(n in unit_fields for n in names)
                 if tile_read and any(d.get(n) for n in names):
-                    return False
+                    out.append(entry)
+            elif kind == "s":  # an inner loop's summary inside this period: not summarised again
+                return None
+    return out
+
+
+_MAX_SUMMARY_EVALS = 200_000
+"""The most point evaluations a summary's check may spend on reads that move with their loop's value
+(``at:`` tags) before it refuses the tile-level jump."""
+
+
+def _holds_summary(summary: tuple, d: dict[str, int], periods: int) -> int:
+    """How many of ``periods`` tile-level periods keep a read that an inner jump skipped: in each skipped
+    tile (its unit's fields), the read keeps its value over the same inner iterations."""
+    entry, inner_d, inner_periods = summary
+    runner, expr, value, names, values, _, tag_name = entry
+    d_tile = d.get("tile", 0)
+    if not d_tile:
+        return periods
+    if "tile" not in names:
+        return 0
+    unit_fields = runner.ff.unit_fields
+    moving = [(n, v, inner_d.get(n, 0)) for n, v in zip(names, values, strict=True)
+              if inner_d.get(n, 0) and n not in unit_fields]  # fmt: skip
+    moves_by = inner_d.get(tag_name, 0) if tag_name is not None else 0
+    if moves_by and periods * inner_periods > _MAX_SUMMARY_EVALS:
+        return 0
+    env = dict(runner.vars)
+    env.update(zip(names, values, strict=True))
+    units = runner.cta.units
+    tile = values[names.index("tile")]
+    reads_unit = sorted((expr.names & unit_fields) | ({"tile"} & expr.names))
+    verdicts: dict[tuple, bool] = {}
+    for m in range(1, periods + 1):
+        t = tile + m * d_tile
+        if not 0 <= t < len(units):
+            return m - 1
+        env.update(units[t])
+        env["tile"] = t
+        key = tuple(env.get(n) for n in reads_unit)
+        held = verdicts.get(key)
+        if held is None:
+            held = verdicts[key] = _holds_over(expr, env, moving, value, moves_by, inner_periods)
+        if not held:
+            return m - 1
+    return periods
+
+
+def _holds_over(expr: Any, env: dict[str, Any], moving: list[tuple[str, Any, int]], value: Any, moves_by: int,
+                periods: int) -> bool:  # fmt: skip
+    """Whether ``expr`` reads ``value`` (moving by ``moves_by`` per period) for every one of ``periods``
+    periods of its moving names."""
+    try:
+        if not moves_by:
+            return _holds_expr_bisected(expr, env, moving, value, 1, periods) >= periods
+        point = dict(env)
+        for j in range(1, periods + 1):
+            for n, v, step in moving:
+                point[n] = v + j * step
+            if expr(point) != value + j * moves_by:
+                return False
+    except Exception:
+        return False
     return True
 
 

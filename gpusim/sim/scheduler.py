@@ -21,9 +21,10 @@ import numpy as np
 from gpusim.arch import Arch
 from gpusim.errors import GpusimError, InputError
 from gpusim.schedule.ir import Schedule
-from gpusim.schedule.program import names_read
+from gpusim.schedule.program import names_read, walk
 from gpusim.sim.slotcolumns import NotColumnar, SlotColumns
 from gpusim.sim.streamk import split_stream_k
+from gpusim.sim.unitclasses import UnitClasses
 from gpusim.sim.unitfields import Coords, UnitModel
 
 Unit = dict[str, Any]
@@ -465,13 +466,14 @@ def _plan_splitkv(sched: Schedule, order: ClusterOrder, num_slots: int) -> tuple
 
 def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_lists: tuple[SlotUnits, ...],
                  num_groups: int, num_units: int, group_identical: bool) -> tuple[SmGroup, ...]:  # fmt: skip
-    """SM groups whose slots read the same values of every unit name the programs read, in order."""
+    """SM groups whose slots run alike: their units, in order, take the same value of every expression
+    the programs read (gpusim/sim/unitclasses.py), and their first clusters share operand panels alike
+    (TMA multicast). Only what the programs read can make two slots behave differently; operand keys
+    matter otherwise through the per-wave L2 miss fractions, which every slot of a wave shares."""
     launch = sched.launch
     sig_keys = (
         sorted(model.keys & names_read(role.program for role in sched.roles.values())) if num_units else []
     )
-    # Only what the programs read can make two slots behave differently (operand keys matter through the
-    # per-wave L2 miss fractions, which every slot of a wave shares).
     getters = [model.name_getter(k) for k in sig_keys]
     checks = model.per_unit_fields() if num_units else []
     interned: dict[tuple, int] = {}
@@ -483,17 +485,33 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
         [("field", j) for j, f in enumerate(model.fields) if f.kind in ("memo", "unit")] if checks else []
     )
 
+    statements = {id(s) for role in sched.roles.values() for s, _ in walk(role.program)}
+    classes = UnitClasses(sched, statements)
+    key_getters = [
+        [model.getter(k, sched.env, f"operands.{name}.key") for k in operand.key]
+        for name, operand in sched.operands.items()
+    ]
+
+    def sharing(slot: SlotUnits) -> tuple:
+        """Which CTAs of the slot's first cluster share each operand's panel (what multicast links)."""
+        if shape.size == 1 or not slot:
+            return ()
+        ccoord, extra = slot.spec(0)
+        out = []
+        for getters_of_key in key_getters:
+            keys = [tuple(g(coords_of(ccoord, rank), extra, rank) for g in getters_of_key) for rank in ranks]
+            out.append(tuple(keys.index(k) for k in keys))
+        return tuple(out)
+
     def columnar(slot: SlotUnits) -> tuple:
         cols = slot.columns()
         try:
-            per_rank = [cols.names(sig_keys, rank) for rank in ranks]
             for rank in ranks:
                 for source in checked:
                     cols.source(source, rank)
         except GpusimError as err:  # the unit-by-unit path raises it as the eager plan did
             raise NotColumnar(str(err)) from err
-        # equal unit sequences give equal columns (codes and distinct values), and the converse
-        return ("columns", len(slot), *((tuple(c.values), c.codes.tobytes()) for cs in per_rank for c in cs))
+        return ("classes", tuple(classes.columnar(cols)), sharing(slot))
 
     def signature(slot: SlotUnits) -> tuple:
         if not getters and not checks:
@@ -503,6 +521,17 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
                 return columnar(slot)
             except NotColumnar:
                 pass
+        if by_coords:
+            for ccoord, extra in slot.specs():
+                for rank in ranks:
+                    coords = coords_of(ccoord, rank)
+                    try:
+                        for check in checks:
+                            check(coords, extra, rank)
+                    except GpusimError:
+                        model.raise_eager(coords, extra, rank)
+                        raise
+            return ("classes", tuple(classes(cu) for cu in slot), sharing(slot))
         out = []
         specs = slot.specs() if by_coords else ((None, extra) for extra in slot.extras())
         by_extra = None if by_coords or not slot.shared_extras else per_extra
