@@ -199,7 +199,7 @@ class _Replayer:
         """How many units the CTAs run (empty: unknown, without the arch)."""
         self.dependent = _unit_dependent_names(sched)
         self.classify: Callable[[tuple[dict[str, Any], ...]], int] | None = None
-        """Numbers units by what the replayed statements make of them (gpusim/sim/untimed.py): units with
+        """Numbers units by what the replayed statements make of them (gpusim/sim/unitclasses.py): units with
         one number replay alike, whatever else of them differs (a guard true in one unit only)."""
         self.seen: dict[tuple, set[str]] = {}
         """Names checked for each combination of replays already checked (units that replay alike)."""

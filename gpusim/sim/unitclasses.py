@@ -26,9 +26,9 @@ _MISSING = object()
 
 
 class UnitClasses:
-    """Numbers the cluster units by what the replay makes of them: the value, in the unit, of every
-    replayed expression that reads only the unit's fields and constants (a guard ``m == last`` is one
-    value for all but one unit), and the fields themselves that the other expressions read.
+    """Numbers cluster units by what the ``relevant`` statements make of them: the value, in the unit, of
+    each of their expressions that reads only the unit's fields and constants (a guard ``m == last`` is
+    one value for all but one unit), and the fields themselves that the other expressions read.
 
     Each value is memoised on the unit fields it reads (a guard that is a conjunction, on each
     conjunct's), so a unit costs a few dictionary lookups, not an evaluation per expression."""
