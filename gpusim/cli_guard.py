@@ -150,7 +150,10 @@ def run_guarded(app: Callable[..., Any]) -> NoReturn:
         ):  # writing stdout (a full disk, a closed descriptor)
             _silence_stdout()
             _fail(f"error: cannot write the output: {one_line(exc.strerror or str(exc), 200)}", EXIT_INPUT)
-        _fail(f"error: {exc.filename}: {one_line(exc.strerror or str(exc), 200)}", EXIT_INPUT)
+        _fail(
+            f"error: {one_line(str(exc.filename), 200)}: {one_line(exc.strerror or str(exc), 200)}",
+            EXIT_INPUT,
+        )
     except (RecursionError, MemoryError) as exc:
         _fail(f"error: the input is too large or too deeply nested ({type(exc).__name__})", EXIT_LIMIT)
     except Exception as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from pathlib import Path
 
@@ -152,3 +153,14 @@ def test_huge_csv_field_marks_the_row_or_file(tmp_path: Path) -> None:
     rows[1][rows[0].index("notes")] = "x" * 300_000
     measured = read_measurements([_write(tmp_path, "m.csv", _mutated_csv(rows, []))])
     assert measured[0].error is not None and "longer than" in measured[0].error
+
+
+@pytest.mark.parametrize("ref", ["parts/gemm " + "x" * 5000, "a\0b", "x" * 300 + ".yaml"])
+def test_an_extends_name_no_file_system_takes_is_an_unknown_name(tmp_path: Path, ref: str) -> None:
+    """Found by the fuzz suite: a description folded into ``extends:`` made a file name too long for the
+    file system, and the OSError escaped."""
+    path = _write(tmp_path, "long_extends.yaml", f"schedule: long_extends\nextends: {json.dumps(ref)}\n")
+    with pytest.raises(GpusimError) as err:
+        load_schedule(str(path), load_arch("h100"))
+    assert "extends" in str(err.value)
+    assert_one_line(err.value)

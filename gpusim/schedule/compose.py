@@ -80,7 +80,11 @@ def resolve_base(ref: str, path: Path | None) -> Path:
         target = (path.parent if path else Path.cwd()) / ref
     else:
         target = schedules_dir() / f"{ref}.yaml"
-    if not target.is_file():
+    try:
+        found = target.is_file()
+    except (OSError, ValueError):  # a name too long for the file system, or with a NUL byte
+        found = False
+    if not found:
         known = [p.stem for p in schedules_dir().glob("*.yaml")]
         known += [f"parts/{p.stem}" for p in (schedules_dir() / "parts").glob("*.yaml")]
         raise UnknownNameError("schedule or part", ref, known, where=f"{path}: extends")
