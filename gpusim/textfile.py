@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 
 
 def read_text_file(path: Path, *, what: str, max_bytes: int) -> str:
@@ -16,19 +16,21 @@ def read_text_file(path: Path, *, what: str, max_bytes: int) -> str:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
+        raise InputError(f"{quote(path)}: file not found") from None
     except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected {what}") from None
+        raise InputError(f"{quote(path)}: is a directory, expected {what}") from None
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        raise InputError(f"{path}: cannot open file: {_reason(exc)}") from None
+        raise InputError(f"{quote(path)}: cannot open file: {_reason(exc)}") from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise InputError(f"{path}: is a directory, expected {what}")
+            raise InputError(f"{quote(path)}: is a directory, expected {what}")
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{path}: not a regular file (a device, pipe or socket), expected {what}")
+            raise InputError(f"{quote(path)}: not a regular file (a device, pipe or socket), expected {what}")
         if info.st_size > max_bytes:
-            raise InputError(f"{path}: {info.st_size:,} bytes is too large for {what} (limit {max_bytes:,})")
+            raise InputError(
+                f"{quote(path)}: {info.st_size:,} bytes is too large for {what} (limit {max_bytes:,})"
+            )
         chunks: list[bytes] = []
         size = 0
         while size <= max_bytes:  # the file may grow while it is read
@@ -38,9 +40,9 @@ def read_text_file(path: Path, *, what: str, max_bytes: int) -> str:
             chunks.append(chunk)
             size += len(chunk)
         if size > max_bytes:
-            raise InputError(f"{path}: more than {max_bytes:,} bytes is too large for {what}")
+            raise InputError(f"{quote(path)}: more than {max_bytes:,} bytes is too large for {what}")
     except OSError as exc:
-        raise InputError(f"{path}: cannot read file: {_reason(exc)}") from None
+        raise InputError(f"{quote(path)}: cannot read file: {_reason(exc)}") from None
     finally:
         os.close(fd)
     return decode_utf8(b"".join(chunks), str(path))
@@ -52,7 +54,7 @@ def decode_utf8(data: bytes, source: str) -> str:
     if nul >= 0:  # no text format gpusim reads has NUL bytes: this is a binary file (or a corrupt one)
         line = data.count(b"\n", 0, nul) + 1
         column = nul - (data.rfind(b"\n", 0, nul) + 1) + 1
-        raise InputError(f"{source}: cannot read file: a NUL byte at line {line} column {column}; expected a text "
+        raise InputError(f"{quote(source)}: cannot read file: a NUL byte at line {line} column {column}; expected a text "
                          "file (UTF-8)")  # fmt: skip
     try:
         return data.decode("utf-8-sig")

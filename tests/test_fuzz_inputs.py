@@ -164,3 +164,13 @@ def test_an_extends_name_no_file_system_takes_is_an_unknown_name(tmp_path: Path,
         load_schedule(str(path), load_arch("h100"))
     assert "extends" in str(err.value)
     assert_one_line(err.value)
+
+
+def test_a_file_name_too_long_is_quoted_short(tmp_path: Path) -> None:
+    """A 5,000-character file name (the OS refuses it) is named in at most ~200 characters."""
+    from gpusim.textfile import read_text_file
+
+    with pytest.raises(GpusimError) as err:
+        read_text_file(tmp_path / ("a" * 5000 + ".yaml"), what="a schedule", max_bytes=1000)
+    assert len(str(err.value)) < 300
+    assert_one_line(err.value)
