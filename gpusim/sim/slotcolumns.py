@@ -119,14 +119,14 @@ def derived(columns: Sequence[Column], length: int, value_at: Callable[[int], An
 class SlotColumns:
     """The columns of one slot's units, per CTA rank of the cluster.
 
-    ``spec_arrays`` are the slot's cluster coordinates (one row per unit), the index of each unit's
-    scheduler extras, and those extras; ``rank_coords(ccoords, rank)`` maps cluster coordinates to a
+    ``ccoords`` are the slot's cluster coordinates (one row per unit), ``extra_index`` the index of each
+    unit's scheduler extras in ``extras``; ``rank_coords(ccoords, rank)`` maps cluster coordinates to a
     CTA's; ``model`` is the plan's unit model; ``shared`` is kept across the slots of one plan.
     """
 
     def __init__(self, ccoords: np.ndarray, extra_index: np.ndarray, extras: Sequence[Mapping[str, Any]],
                  rank_coords: Callable[[np.ndarray, int], np.ndarray], model: Any,
-                 shared: dict[Any, Column]) -> None:  # fmt: skip
+                 shared: dict[Any, Any]) -> None:  # fmt: skip
         self.length = len(ccoords)
         self.ccoords = ccoords
         self.extra_index = extra_index
@@ -136,7 +136,8 @@ class SlotColumns:
         self._coords: dict[int, np.ndarray] = {}
         self._cache: dict[tuple[Any, int], Column] = {}
         self.shared = shared
-        """Columns over a whole coordinate extent, kept across the slots of one plan."""
+        """Tables over a whole coordinate extent, kept value lists and what was mapped from them: what the
+        slots of one plan share."""
 
     @property
     def ranks(self) -> int:
