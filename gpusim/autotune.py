@@ -293,7 +293,7 @@ def search(
                 deadline_s=deadline_s,
                 max_events=max_events,
                 horizon_us=None if best is None else best.time_us,
-                replay="late",  # candidates are shipped schedules: the early deadlock replay only costs
+                replay="late",  # shipped schedules: an early deadlock replay would only add cost
             )
         except HorizonReached:  # it takes at least the best time so far: it cannot be the pick
             tried.append(Candidate(legal.schedule, params, None, f"stopped: simulated past the best "

@@ -17,7 +17,7 @@ from gpusim.schedule.ir import Schedule
 from gpusim.sim.scheduler import ClusterOrder, plan_work
 from gpusim.sim.slotcolumns import NotColumnar
 from gpusim.sim.unitclasses import UnitClasses as _Classes
-from gpusim.sim.untimed import _Game
+from gpusim.sim.untimed import replayed_statements
 
 
 def _columnar_slots(sched: Schedule, arch_id: str) -> list[Any]:
@@ -49,7 +49,7 @@ def test_every_name_of_every_unit_is_its_column_value(
 def _classes_agree(sched: Schedule, arch_id: str) -> int:
     """Classify every slot both ways; returns how many slots were classified over columns."""
     plan = plan_work(sched, load_arch(arch_id))
-    relevant = _Game(sched, None).relevant  # type: ignore[arg-type]
+    relevant = replayed_statements(sched)
     by_unit, by_column = _Classes(sched, relevant), _Classes(sched, relevant)
     columnar = 0
     for slot in plan.slot_lists:

@@ -45,15 +45,16 @@ def panel_miss_fractions(
     known = static.keys() | model.keys
     unknown = [(name, expr) for name, operand in sched.operands.items() for expr in (*operand.key, operand.bytes)
                if not expr.names <= known]  # fmt: skip
-    getters = [
-        (name, [model.getter(k, static, f"operands.{name}.key") for k in operand.key],
-         model.getter(operand.bytes, static, f"operands.{name}.bytes"))
+    values = [
+        (name, [model.derived(k, static, f"operands.{name}.key") for k in operand.key],
+         model.derived(operand.bytes, static, f"operands.{name}.bytes"))
         for name, operand in sched.operands.items()
     ]  # fmt: skip
-    if not getters:  # no operands: nothing to cache
+    if not values:  # no operands: nothing to cache
         return [{} for _ in range(plan.num_waves)]
-    panels = None if unknown else _panels_by_column(sched, plan, static)
+    panels = None if unknown else _panels_by_column(plan, values)
     if panels is None:
+        getters = [(name, [k.getter() for k in keys], size.getter()) for name, keys, size in values]
         panels = _panels_by_unit(sched, plan, env, getters, unknown)
     for wave in panels:
         fractions: dict[str, float] = {}
@@ -111,10 +112,10 @@ def _panels_by_unit(sched: Schedule, plan: WorkPlan, env: dict[str, Any], getter
         yield wave
 
 
-def _panels_by_column(sched: Schedule, plan: WorkPlan, static: dict[str, Any]) -> list[Panels] | None:
-    """The same reads, from each slot's columns (gpusim/sim/slotcolumns.py); None where a slot has none
-    (or a value cannot be computed over them: the unit-by-unit path then reports its error)."""
-    model = plan.model
+def _panels_by_column(plan: WorkPlan, values: list[tuple[str, list[Any], Any]]) -> list[Panels] | None:
+    """The same reads, from each slot's columns (gpusim/sim/slotcolumns.py); ``values`` holds each
+    operand's key and size expressions (``UnitModel.derived``). None where a slot has no columns (or a
+    value cannot be computed over them: the unit-by-unit path then reports its error)."""
     ranks = plan.shape.size
     waves = plan.num_waves
     slots = [s for s in plan.slot_lists if len(s)]
@@ -122,9 +123,7 @@ def _panels_by_column(sched: Schedule, plan: WorkPlan, static: dict[str, Any]) -
     per_operand = []
     try:
         slot_cols = [slot.columns() for slot in slots]
-        for o, (name, operand) in enumerate(sched.operands.items()):
-            keys = [model.derived(k, static, f"operands.{name}.key") for k in operand.key]
-            size = model.derived(operand.bytes, static, f"operands.{name}.bytes")
+        for o, (name, keys, size) in enumerate(values):
             key_ids = np.full((rows, waves), -1, dtype=np.int64)
             sizes = np.zeros((rows, waves), dtype=np.float64)
             ids = _PanelIds(o)
@@ -167,7 +166,7 @@ class _PanelIds:
                 for c in key_cols:
                     out = out * max(1, len(c.values)) + c.codes
                 return out + self.base
-        first, combo, _ = combined_codes(key_cols)
+        first, combo = combined_codes(key_cols)
         table = np.array([self.interned.setdefault(tuple(c.at(i) for c in key_cols), len(self.interned))
                           for i in first.tolist()], dtype=np.int64)  # fmt: skip
         return table[combo] + self.base + (1 << 47)

@@ -513,29 +513,24 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
             raise NotColumnar(str(err)) from err
         return ("classes", tuple(classes.columnar(cols)), sharing(slot))
 
-    def signature(slot: SlotUnits) -> tuple:
-        if not getters and not checks:
-            return (len(slot),)
-        if by_coords and slot:
+    def by_classes(slot: SlotUnits) -> tuple:
+        if slot:
             try:
                 return columnar(slot)
             except NotColumnar:
                 pass
+        # building each unit evaluates every field, raising a field's error as the eager plan did
+        return ("classes", tuple(classes(cu) for cu in slot), sharing(slot))
+
+    def signature(slot: SlotUnits) -> tuple:
+        if not getters and not checks:
+            return (len(slot),)
         if by_coords:
-            for ccoord, extra in slot.specs():
-                for rank in ranks:
-                    coords = coords_of(ccoord, rank)
-                    try:
-                        for check in checks:
-                            check(coords, extra, rank)
-                    except GpusimError:
-                        model.raise_eager(coords, extra, rank)
-                        raise
-            return ("classes", tuple(classes(cu) for cu in slot), sharing(slot))
+            return by_classes(slot)
+        # no value differs with the coordinates: the extras decide (one signature per kept extras object)
         out = []
-        specs = slot.specs() if by_coords else ((None, extra) for extra in slot.extras())
-        by_extra = None if by_coords or not slot.shared_extras else per_extra
-        for ccoord, extra in specs:
+        by_extra = per_extra if slot.shared_extras else None
+        for extra in slot.extras():
             if by_extra is not None:
                 known = by_extra.get(id(extra))
                 if known is not None:
@@ -543,13 +538,12 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
                     continue
             cluster = []
             for rank in ranks:
-                coords = coords_of(ccoord, rank) if by_coords else ()
                 try:
-                    cluster.append(tuple([g(coords, extra, rank) for g in getters]))
+                    cluster.append(tuple([g((), extra, rank) for g in getters]))
                     for check in checks:
-                        check(coords, extra, rank)
+                        check((), extra, rank)
                 except GpusimError:
-                    model.raise_eager(coords, extra, rank)
+                    model.raise_eager((), extra, rank)
                     raise
             key = tuple(cluster)
             ident = interned.setdefault(key, len(interned))

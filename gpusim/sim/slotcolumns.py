@@ -68,9 +68,9 @@ def constant_column(length: int, value: Any) -> Column:
     return Column(np.zeros(length, dtype=np.int64), [value])
 
 
-def combined_codes(columns: Sequence[Column]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For units described by several columns: (first unit of each distinct combination, in order of
-    first appearance; the combination's number per unit; the number of combinations)."""
+def combined_codes(columns: Sequence[Column]) -> tuple[np.ndarray, np.ndarray]:
+    """For units described by several columns: the first unit of each distinct combination, in order of
+    first appearance, and the combination's number per unit."""
     length = len(columns[0].codes)
     key = np.zeros(length, dtype=np.int64)
     radix = 1
@@ -84,19 +84,17 @@ def combined_codes(columns: Sequence[Column]) -> tuple[np.ndarray, np.ndarray, n
     return _in_first_order(first, inverse.reshape(-1), len(distinct))
 
 
-def _combined_rows(columns: Sequence[Column]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _combined_rows(columns: Sequence[Column]) -> tuple[np.ndarray, np.ndarray]:
     rows = np.stack([c.codes for c in columns], axis=1)
     distinct, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
     return _in_first_order(first, inverse.reshape(-1), len(distinct))
 
 
-def _in_first_order(
-    first: np.ndarray, inverse: np.ndarray, count: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _in_first_order(first: np.ndarray, inverse: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(first, kind="stable")
     renumber = np.empty(count, dtype=np.int64)
     renumber[order] = np.arange(count)
-    return first[order], renumber[inverse], np.int64(count)
+    return first[order], renumber[inverse]
 
 
 def derived(columns: Sequence[Column], length: int, value_at: Callable[[int], Any]) -> Column:
@@ -111,7 +109,7 @@ def derived(columns: Sequence[Column], length: int, value_at: Callable[[int], An
         lookup = np.zeros(len(col.values), dtype=np.int64)
         lookup[present] = codes
         return Column(lookup[col.codes], distinct)
-    first, combo, _count = combined_codes(columns)
+    first, combo = combined_codes(columns)
     codes, distinct = encode([value_at(int(i)) for i in first])
     return Column(codes[combo], distinct)
 
@@ -240,12 +238,4 @@ class SlotColumns:
                 codes, distinct = encode([fn(v) for v in col.values])
                 lookup = self.shared[("mapped", key, id(col.values))] = Column(codes, distinct)
             return Column(lookup.codes[col.codes], lookup.values)
-        present = np.unique(col.codes)
-        codes, distinct = encode([fn(col.values[c]) for c in present.tolist()])
-        table = np.zeros(len(col.values), dtype=np.int64)
-        table[present] = codes
-        return Column(table[col.codes], distinct)
-
-    def names(self, names: Sequence[str], rank: int) -> list[Column]:
-        """Several names' columns."""
-        return [self.name(n, rank) for n in names]
+        return derived([col], self.length, lambda i: fn(col.at(i)))

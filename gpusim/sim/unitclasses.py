@@ -138,7 +138,7 @@ class UnitClasses:
         flat = [c for row in per_rank for c in row]
         if not flat:
             return [self.numbers.setdefault(tuple(() for _ in per_rank), len(self.numbers))] * length
-        first, combo, _ = combined_codes(flat)
+        first, combo = combined_codes(flat)
         numbers = []
         for i in first.tolist():
             key = tuple(tuple(v for c in row if (v := c.at(i)) is not _MISSING) for row in per_rank)

@@ -34,7 +34,7 @@ of a kernel of any size is thus found after a few units per distinct slot.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,25 @@ def _matches(stage_tag: dict[str, Any], ctx: dict[str, Any]) -> bool:
     return all(ctx.get(k, _MISSING) == v for k, v in stage_tag.items())
 
 
+def replayed_statements(sched: Schedule) -> set[int]:
+    """The ids of the statements the replay runs: those that synchronise or fill stages, turnstile turns,
+    tile loops, and every statement holding one of them."""
+    relevant: set[int] = set()
+
+    def mark(stmts: tuple[Stmt, ...]) -> bool:
+        found = False
+        for stmt in stmts:
+            inner = mark(stmt.body)
+            if inner or stmt.op in _SYNC or stmt.op in _FILLS or stmt.op in ("turn", "tiles"):
+                relevant.add(id(stmt))
+                found = True
+        return found
+
+    for role in sched.roles.values():
+        mark(role.program)
+    return relevant
+
+
 class _Game:
     """Shared across the runs of one check: the schedule, the step budget, the expression memo."""
 
@@ -77,9 +96,7 @@ class _Game:
         self.fills: dict[tuple[int, int], tuple[Stmt, ...]] = {}
         self.memo: dict[tuple, Any] = {}
         self.names: dict[Any, tuple[str, ...]] = {}
-        self.relevant: set[int] = set()
-        for role in sched.roles.values():
-            self._mark(role.program)
+        self.relevant = replayed_statements(sched)
         self.loop_vars = {
             role.name: _stale_reads(role.program, self.relevant) for role in sched.roles.values()
         }
@@ -96,15 +113,6 @@ class _Game:
             role.name: {s.args.name for s, _ in walk(role.program) if s.op == "turn"}
             for role in sched.roles.values()
         }
-
-    def _mark(self, stmts: tuple[Stmt, ...]) -> bool:
-        found = False
-        for stmt in stmts:
-            inner = self._mark(stmt.body)
-            if inner or stmt.op in _SYNC or stmt.op in _FILLS or stmt.op in ("turn", "tiles"):
-                self.relevant.add(id(stmt))
-                found = True
-        return found
 
     def at_of(self, stmt: Stmt) -> tuple[tuple[str, Any], ...]:
         """A statement's ``at:`` entries."""
@@ -127,11 +135,6 @@ class _Game:
                     found.append(later)
             got = self.fills[key] = tuple(found)
         return got
-
-    def tick(self) -> None:
-        self.steps += 1
-        if self.steps > self.max_steps:
-            raise _GiveUp
 
     def eval(self, expr: Any, vars_: dict[str, Any], stmt: Stmt, kind: Any = None) -> Any:
         names = self.names.get(expr)
@@ -953,7 +956,7 @@ def _distinct_runs(sched: Schedule, plan: WorkPlan) -> Iterator[tuple[list[Clust
     whose units differ, by what the replayed statements make of them, from every run before it. The
     runs holding the rarest units come first (a deadlock confined to a few units, such as the grid's
     last, is met in the first runs)."""
-    classify = UnitClasses(sched, _Game(sched, None).relevant)  # type: ignore[arg-type]
+    classify = unit_classifier(sched)
     found: dict[tuple, tuple[SlotUnits, int, list[int]]] = {}
     slots_with: dict[int, int] = {}
     for group in plan.groups:
@@ -977,11 +980,11 @@ def _distinct_runs(sched: Schedule, plan: WorkPlan) -> Iterator[tuple[list[Clust
         yield (list(slot) if index < 0 else [slot[index]]), classes
 
 
-def unit_classifier(sched: Schedule) -> Callable[[ClusterUnit], int]:
+def unit_classifier(sched: Schedule) -> UnitClasses:
     """Numbers cluster units (a CTA's unit alone as a 1-tuple) by what the replayed synchronisation
     statements (and the loops, guards and fills around them) make of them: units with one number replay
     alike in every role."""
-    return UnitClasses(sched, _Game(sched, None).relevant)  # type: ignore[arg-type]
+    return UnitClasses(sched, replayed_statements(sched))
 
 
 def _runs_of(classes: list[int]) -> tuple:
