@@ -28,9 +28,7 @@ OperandSpace = Literal["rmem", "smem", "tmem"]
 class StrictModel(BaseModel):
     """Base for every schema model: unknown keys refused, numbers must be numbers, docs per field."""
 
-    model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True, allow_inf_nan=False
-    )
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 MIN_CLOCK_MHZ = 1.0

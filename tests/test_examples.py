@@ -77,3 +77,17 @@ def test_the_schema_accepts_null_removal_and_still_checks_values() -> None:
     wrong = yaml.safe_load("extends: gemm_ws_pingpong\nbuffers: {c: {space: nowhere}}\n")
     with pytest.raises(jsonschema.ValidationError, match="nowhere"):
         jsonschema.validate(wrong, schema)
+
+
+def test_field_descriptions_come_from_attribute_docstrings() -> None:
+    """The models no longer copy docstrings at import; gpusim.fielddocs reads them for the docs."""
+    from gpusim.arch import Clocks
+    from gpusim.fielddocs import field_description
+    from gpusim.schedule.jsonschema import arch_json_schema
+    from gpusim.schedule.program import TmaLoad
+
+    assert Clocks.model_fields["boost_clock_mhz"].description is None
+    assert field_description(Clocks, "boost_clock_mhz")
+    assert field_description(TmaLoad, "bytes") == "Bytes moved (per issuing CTA, before multicast sharing)."
+    clocks = arch_json_schema()["$defs"]["Clocks"]["properties"]["boost_clock_mhz"]
+    assert clocks["description"] == field_description(Clocks, "boost_clock_mhz")

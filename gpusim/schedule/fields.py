@@ -44,9 +44,7 @@ def _closest(name: str, known: list[str]) -> str:
 class StrictModel(BaseModel):
     """A frozen model that refuses unknown keys, naming the closest valid key."""
 
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True
-    )
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     @model_validator(mode="before")
     @classmethod

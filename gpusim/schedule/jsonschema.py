@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic.json_schema import GenerateJsonSchema
 
+from gpusim.fielddocs import field_description, field_docstrings
 from gpusim.schedule.expr import Expr
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -22,6 +23,21 @@ class _Generator(GenerateJsonSchema):
         if isinstance(dft, Expr):
             return dft({}) if dft.is_constant else dft.text
         return super().encode_default(dft)
+
+    def model_schema(self, schema: Any) -> Any:
+        """A model's properties described by its fields' docstrings (read from the source only here)."""
+        json_schema = super().model_schema(schema)
+        cls = schema.get("cls")
+        properties = json_schema.get("properties") if isinstance(json_schema, dict) else None
+        if cls is None or not properties:
+            return json_schema
+        docs = field_docstrings(cls)
+        for name, info in cls.model_fields.items():
+            key = (info.alias or name) if self.by_alias else name
+            prop = properties.get(key)
+            if isinstance(prop, dict) and info.description is None and docs.get(name):
+                prop["description"] = docs[name]
+        return json_schema
 
 
 def schedule_json_schema() -> dict[str, Any]:
@@ -86,7 +102,12 @@ def op_reference() -> list[tuple[str, str, list[tuple[str, str, str, str]]]]:
                 prop = schema.get("properties", {}).get(info.alias or name, {})
                 default = "required" if info.is_required() else _default_text(prop.get("default"))
                 fields.append(
-                    (info.alias or name, _type_text(prop), default, (info.description or "").strip())
+                    (
+                        info.alias or name,
+                        _type_text(prop),
+                        default,
+                        (field_description(args_model, name) or "").strip(),
+                    )
                 )
         doc = (args_model.__doc__ or "").strip().splitlines()[0] if args_model is not None else ""
         out.append((op, doc, fields))
