@@ -4,6 +4,7 @@ and never refuses a schedule the simulation completes."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -266,3 +267,47 @@ def test_the_power_models_later_simulations_do_not_replay_again(monkeypatch: pyt
     prediction = gpusim.predict("gemm_ws_pingpong", "h800", M=2048, N=2048, K=2048, attribute=False)
     assert prediction.sim["power_simulations"] == len(modes) > 1
     assert modes == ["early"] + ["none"] * (len(modes) - 1)
+
+
+def _causal_fa3(arch: Any) -> Any:
+    return _resolve_schedule(
+        "attn_fa3_fwd", arch, {"batch": 1, "heads": 8, "seqlen_q": 2048, "head_dim": 128, "causal": True}
+    )
+
+
+def test_a_late_replay_resumes_after_the_early_runs() -> None:
+    """Causal attention has a distinct run per m-block mix: the early replay stops at its run cap, and a
+    later replay resumed from it plays only the runs left and decides as a full replay does."""
+    from gpusim.sim.untimed import MAX_STEPS
+
+    arch = load_arch("h100")
+    sched = _causal_fa3(arch)
+    plan = plan_work(sched, arch)
+    early = replay(sched, arch, plan, max_steps=200_000, max_runs=4)
+    assert early.stopped == "run_cap" and early.runs == 4 and early.runs_total > 4 and not early.decided
+    assert early.worth_repeating(MAX_STEPS)
+    resumed = replay(sched, arch, plan, resume=early)
+    full = replay(sched, arch, plan)
+    assert resumed.decided and full.decided and resumed.deadlock is None
+    assert (resumed.steps, resumed.runs) == (full.steps, full.runs)
+    assert not early.worth_repeating(early.steps + 1)  # the runs left cannot fit: a late replay would give up
+
+
+def test_a_late_replay_that_would_give_up_is_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[Any] = []
+    real = gpusim.sim.engine.check_untimed
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs.get("resume"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("gpusim.sim.engine.check_untimed", counting)
+    monkeypatch.setattr("gpusim.sim.engine.UNTIMED_REPLAY_AFTER_EVENTS", 100)
+    arch = load_arch("h100")
+    sched = _causal_fa3(arch)
+    gpusim.sim.engine.simulate(sched, arch)
+    assert len(calls) == 2 and calls[1] is not None and calls[1].stopped == "run_cap"  # resumed
+    calls.clear()
+    monkeypatch.setattr("gpusim.sim.engine.UNTIMED_MAX_STEPS", 4_000)  # too few for the runs left
+    gpusim.sim.engine.simulate(sched, arch)
+    assert len(calls) == 1

@@ -30,6 +30,7 @@ from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.sim.memory import FlowNetwork
 from gpusim.sim.scheduler import ClusterUnit, SmGroup, WorkPlan, plan_work
 from gpusim.sim.sync import ChunkBuffer, EventBarrier, NamedBarrier, StageRing, Turnstile, couple
+from gpusim.sim.untimed import MAX_STEPS as UNTIMED_MAX_STEPS
 from gpusim.sim.untimed import check_untimed
 
 
@@ -285,7 +286,10 @@ EARLY_REPLAY_RUNS = 4
 """Before simulating, the kernel's synchronisation is replayed untimed (gpusim.sim.untimed) for at most
 this many statements and distinct cluster runs: a deadlock it finds, at the end of the kernel however
 large, is named before any event; a replay that completes rules deadlocks out for every timing. The
-run cap keeps plans of many distinct slots (causal attention: one per m-block mix) to a few runs."""
+run cap keeps plans of many distinct slots (causal attention: one per m-block mix) to a few runs. The
+late replay (below) resumes after the runs played here, and is not run where it would give up too: when
+the statements per run so far say the runs left cannot fit in its budget (causal attention at long
+sequences), or when this one met a run it cannot follow."""
 
 UNTIMED_REPLAY_AFTER_EVENTS = 20_000
 """A simulation still running after this many detailed events, whose early replay did not decide,
@@ -325,12 +329,13 @@ def simulate(
     start = time.perf_counter()
     plan = plan_work(sched, arch, group_identical=group_identical)
     replay_at = UNTIMED_REPLAY_AFTER_EVENTS if replay != "none" else -1
+    early = None
     if replay_at == 0:
         check_untimed(sched, arch, plan)
-    elif replay == "early" and check_untimed(
-        sched, arch, plan, max_steps=EARLY_REPLAY_STEPS, max_runs=EARLY_REPLAY_RUNS
-    ):
-        replay_at = -1  # decided: no deadlock for any timing
+    elif replay == "early":
+        early = check_untimed(sched, arch, plan, max_steps=EARLY_REPLAY_STEPS, max_runs=EARLY_REPLAY_RUNS)
+        if not early.worth_repeating(UNTIMED_MAX_STEPS):
+            replay_at = -1  # decided (no deadlock for any timing), or a full replay would give up too
     multicast = _operand_multicast(_tma_multicasts(sched))
     miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
     if shared_tensor_core is None:
@@ -366,7 +371,7 @@ def simulate(
         last_ns = head_ns
         events += 1
         if events == replay_at:
-            check_untimed(sched, arch, plan, after_events=events)
+            check_untimed(sched, arch, plan, after_events=events, resume=early)
         if events == limit:
             raise SimulationLimitExceeded(
                 f"{sched.name} on {arch.id}: simulation stopped at its work limit of {limit:,} events "

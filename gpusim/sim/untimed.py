@@ -912,35 +912,71 @@ class Replay:
     decided: bool
     steps: int
     runs: int
+    runs_total: int = 0
+    """The distinct cluster runs of the plan (0: not known, the replay stopped before counting them)."""
+    stopped: str = "complete"
+    """Why it ended: ``complete``, ``deadlock``, ``run_cap`` (at ``max_runs``, every run played complete
+    and exact: a later replay may resume after them), ``step_budget`` (out of statements in a run) or
+    ``cannot_follow`` (an inexact rule or anything it cannot follow: a replay of the same plan stops
+    there again)."""
+
+    def worth_repeating(self, max_steps: int) -> bool:
+        """Whether a later replay with a total budget of ``max_steps`` statements could decide what this
+        one did not: after the run cap, when the statements per run so far times the runs left fit in
+        the budget left; after running out of statements, when the budget is larger."""
+        if self.decided or self.stopped == "cannot_follow":
+            return False
+        if self.stopped == "step_budget":
+            return max_steps > self.steps
+        if not self.runs:
+            return True
+        left = self.runs_total - self.runs
+        return self.steps + self.steps / self.runs * left <= max_steps
 
 
 def replay(sched: Schedule, arch: Arch, plan: WorkPlan, max_steps: int = MAX_STEPS,
-           max_runs: int | None = None) -> Replay:  # fmt: skip
+           max_runs: int | None = None, resume: Replay | None = None) -> Replay:  # fmt: skip
     """Replay every distinct cluster run of ``plan`` untimed (see the module docstring), executing at
-    most ``max_steps`` statements and ``max_runs`` runs (past either: undecided); never raises."""
+    most ``max_steps`` statements and ``max_runs`` runs (past either: undecided); never raises.
+    ``resume``: an earlier replay of the same plan that stopped at its run cap: its runs are not played
+    again and its statements count against ``max_steps``."""
     game = _Game(sched, arch, max_steps)
-    runs = 0
+    start = 0
+    if resume is not None and resume.stopped == "run_cap":
+        game.steps = resume.steps
+        start = resume.runs
+    runs = start
+    total = 0
     try:
-        for cunits, classes in _distinct_runs(sched, plan):
+        distinct = list(_distinct_runs(sched, plan))
+        total = len(distinct)
+        for cunits, classes in distinct[start:]:
             if max_runs is not None and runs >= max_runs:
-                return Replay(None, False, game.steps, runs)
+                return Replay(None, False, game.steps, runs, total, "run_cap")
             run = _Run(game, cunits, classes)
             runs += 1
             blocked = run.play()
             if blocked:
-                return Replay(_report(sched, arch, blocked, cunits), True, game.steps, runs)
+                return Replay(
+                    _report(sched, arch, blocked, cunits), True, game.steps, runs, total, "deadlock"
+                )
     except Exception:  # an early report only: whatever it cannot follow, the simulation reports
-        return Replay(None, False, game.steps, runs)
-    return Replay(None, True, game.steps, runs)
+        out_of_steps = game.steps > game.max_steps
+        return Replay(
+            None, False, game.steps, runs, total, "step_budget" if out_of_steps else "cannot_follow"
+        )
+    return Replay(None, True, game.steps, runs, total)
 
 
 def check_untimed(sched: Schedule, arch: Arch, plan: WorkPlan, after_events: int = 0,
-                  max_steps: int = MAX_STEPS, max_runs: int | None = None) -> bool:  # fmt: skip
+                  max_steps: int = MAX_STEPS, max_runs: int | None = None,
+                  resume: Replay | None = None) -> Replay:  # fmt: skip
     """Raise DeadlockError when the untimed replay of some cluster's work ends with roles blocked (a
-    deadlock for every timing); otherwise return whether it decided (completed: no deadlock for any
-    timing). ``after_events``: how many events the simulation ran before calling it (0: before
-    simulating), said in the message; ``max_steps`` and ``max_runs``: the replay's budget."""
-    found = replay(sched, arch, plan, max_steps, max_runs)
+    deadlock for every timing); otherwise return what it found (``decided``: completed, no deadlock for
+    any timing). ``after_events``: how many events the simulation ran before calling it (0: before
+    simulating), said in the message; ``max_steps`` and ``max_runs``: the replay's budget; ``resume``:
+    an earlier replay to continue (:func:`replay`)."""
+    found = replay(sched, arch, plan, max_steps, max_runs, resume)
     if found.deadlock is not None:
         message = found.deadlock
         if after_events:
@@ -948,7 +984,7 @@ def check_untimed(sched: Schedule, arch: Arch, plan: WorkPlan, after_events: int
                 "found before simulating", f"found after {after_events:,} simulated events", 1
             )
         raise DeadlockError(message)
-    return found.decided
+    return found
 
 
 def _distinct_runs(sched: Schedule, plan: WorkPlan) -> Iterator[tuple[list[ClusterUnit], list[Any]]]:
