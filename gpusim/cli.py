@@ -603,6 +603,12 @@ def calibrate_cmd(
         typer.Option("--no-micro", help="Ignore microbenchmark rows (gpusim measure --micro) among FILES."),
     ] = False,
     model: ModelOption = None,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs", "-j", help="Processes the row predictions run in (default 1; 0: the CPU count)."
+        ),
+    ] = 1,
     as_json: JsonFlag = False,
     quiet: QuietFlag = False,
 ) -> None:
@@ -623,6 +629,10 @@ def calibrate_cmd(
         check_output_path(out, "--out", YAML_SUFFIXES)
     if max_rows < 0:
         raise InputError(f"--max-rows {max_rows}: expected 0 (every usable row) or more")
+    if jobs < 0:
+        raise InputError(f"--jobs {jobs}: expected 0 (the CPU count) or more")
+    import os
+
     from gpusim.mechanisms import with_model
 
     base = with_model(load_arch(arch, costs="datasheet"), model)
@@ -632,7 +642,7 @@ def calibrate_cmd(
         check_output_path(str(user_overlay_path(base.id)), "calibration overlay", YAML_SUFFIXES)
     with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
         result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
-                           on_progress=progress, use_micro=not no_micro)  # fmt: skip
+                           on_progress=progress, use_micro=not no_micro, jobs=jobs or os.cpu_count() or 1)  # fmt: skip
     target = Path(out) if out else user_overlay_path(base.id)
     if not dry_run:
         write_overlay(target, base.id, result["calibration"])

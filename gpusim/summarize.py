@@ -20,7 +20,7 @@ from gpusim.schedule.ir import Schedule
 from gpusim.sim.engine import SimRun, simulate
 from gpusim.sim.gcpolicy import fewer_collections
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
-from gpusim.sim.power import sustained_clock
+from gpusim.sim.power import ClockStart, sustained_clock
 
 _SIMULATE_TAKES_EXACT = "exact" in inspect.signature(simulate).parameters
 
@@ -39,6 +39,7 @@ def predict_resolved(
     interval_name: str | None = None,
     horizon_us: float | None = None,
     replay: str = "early",
+    power_start: ClockStart | None = None,
 ) -> Prediction:
     """Simulate ``sched`` on ``arch`` (whose calibration block says which costs) and summarize.
 
@@ -49,7 +50,8 @@ def predict_resolved(
     the predicted time (kernel plus launch) is known to reach it (a search's best so far); applied where
     the power model is off (one simulation at a fixed clock). ``replay``: when the untimed deadlock
     replay runs (``simulate``'s argument); the power model's later simulations of the same schedule
-    skip it."""
+    skip it. ``power_start``: where the power model's fixed point starts (a calibration's nearby point;
+    default: the ceiling)."""
     kwargs: dict[str, Any] = {
         "record": record or attribute,
         "deadline_s": deadline_s,
@@ -71,13 +73,16 @@ def predict_resolved(
         return run
 
     with fewer_collections():
-        solution = sustained_clock(arch, sched, run_at)
+        solution = sustained_clock(arch, sched, run_at, start=power_start)
     prediction = summarize(
         solution.run, keep_timeline=record, attributed=attribute, interval_name=interval_name
     )
+    sensitivity = solution.sensitivity()
     return dataclasses.replace(prediction, power_w=round(solution.power_w, 2), sim={
         **prediction.sim, "power_simulations": solution.simulations, "power_limited": solution.limited,
-        "power_trials": [[round(f, 2), round(w, 2)] for f, w in solution.trials]})  # fmt: skip
+        "power_trials": [[round(f, 2), round(w, 2)] for f, w in solution.trials],
+        "power_sensitivity": None if sensitivity is None else {
+            "power_slope": round(sensitivity.power_slope, 4), "time_slope": round(sensitivity.time_slope, 4)}})  # fmt: skip
 
 
 def at_clock(arch: Arch, clock_mhz: float) -> Arch:

@@ -158,3 +158,70 @@ def test_power_golden(schedule: str, arch: str, problem: dict) -> None:
     assert got["limited"] == want["limited"]
     for key in ("clock_mhz", "power_w", "time_us"):
         assert got[key] == pytest.approx(want[key], rel=1e-9), key
+
+
+def _power_limited_gemm():
+    from gpusim.api import _resolve_schedule
+
+    arch = with_model(load_arch("h100", costs="datasheet"), "+power")
+    return arch, _resolve_schedule("gemm_ws_pingpong", arch, dict(GEMM))
+
+
+def test_clock_sensitivity_of_a_compute_bound_gemm() -> None:
+    """A power-limited, compute-bound GEMM: time ~ 1/f, dynamic power rising steeply with f."""
+    square = {"M": 4096, "N": 4096, "K": 4096}
+    p = predict("gemm_ws_pingpong", "h100", costs="datasheet", model="+power", attribute=False, **square)
+    assert p.sim["power_limited"]
+    sens = p.sim["power_sensitivity"]
+    assert -1.05 < sens["time_slope"] < -0.7
+    assert 1.5 < sens["power_slope"] < 4.0
+    unlimited = predict("gemm_ws_pingpong", "h100", costs="datasheet", attribute=False, **square)
+    assert "power_sensitivity" not in unlimited.sim
+
+
+@pytest.mark.parametrize("offset", [0.97, 1.0, 1.03])
+def test_a_warm_start_agrees_with_the_cold_fixed_point(offset: float) -> None:
+    """Started near the answer (a calibration's nearby point), the fixed point lands on the same clock
+    within its tolerances, in no more simulations (one when started at the answer)."""
+    from gpusim.sim.power import POWER_TOLERANCE, ClockStart
+    from gpusim.summarize import predict_resolved
+
+    arch, sched = _power_limited_gemm()
+    cold = predict_resolved(sched, arch, attribute=False)
+    sens = cold.sim["power_sensitivity"]
+    warm = predict_resolved(
+        sched, arch, attribute=False, power_start=ClockStart(cold.clock_mhz * offset, sens["power_slope"])
+    )
+    limit = arch.power.board_power_limit_w  # type: ignore[union-attr]
+    assert warm.power_w <= limit * (1 + POWER_TOLERANCE)
+    assert warm.clock_mhz == pytest.approx(cold.clock_mhz, rel=0.005)
+    assert warm.time_us == pytest.approx(cold.time_us, rel=0.005)
+    assert warm.sim["power_simulations"] <= cold.sim["power_simulations"]
+    if offset == 1.0:  # started at the answer: one simulation confirms it
+        assert warm.sim["power_simulations"] == 1 and warm.time_us == cold.time_us
+
+
+def test_energy_elasticity_matches_a_finite_difference() -> None:
+    """The calibration's energy-scale elasticity, from the clock sensitivity alone, against two cold
+    predictions 10% apart in energy scale."""
+    import math
+
+    from gpusim.calibrate.fit import FitRow, energy_elasticity
+    from gpusim.calibrate.predictor import _part_prediction
+    from gpusim.costs import with_calibration
+
+    arch, _ = _power_limited_gemm()
+
+    def at_scale(scale: float):
+        cal = {**arch.calibration.model_dump(), "energy_scale": scale}
+        return predict(
+            "gemm_ws_pingpong", with_calibration(arch, cal), costs="datasheet", attribute=False, **GEMM
+        )
+
+    base, lower = at_scale(1.0), at_scale(0.9)
+    launch_us = arch.calibration.launch_overhead_ns / 1000.0
+    row = FitRow(None, "gemm", 1.0, base.time_us, (), None, [_part_prediction("g", base, None)])  # type: ignore[arg-type]
+    analytic = energy_elasticity(row, launch_us, base.time_us - launch_us)
+    finite = math.log((lower.time_us - launch_us) / (base.time_us - launch_us)) / math.log(0.9)
+    assert analytic > 0.1  # more energy per op: a lower clock, a longer kernel
+    assert analytic == pytest.approx(finite, rel=0.15, abs=0.02)

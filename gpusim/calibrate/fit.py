@@ -11,12 +11,11 @@ the held-out rows and reports the error on them.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import math
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,12 +25,14 @@ from gpusim.arch import Arch
 from gpusim.calibrate.convention import family_of, measured_time_us
 from gpusim.calibrate.measurements import Measurement
 from gpusim.calibrate.params import FitParam, fit_params
-from gpusim.calibrate.predictor import Predictor, Skip
+from gpusim.calibrate.predictor import PartPrediction
+from gpusim.calibrate.rowpool import PartsRequest, RowPool
 from gpusim.calibrate.stats import error_pct, error_stats, log_residual_quantiles
-from gpusim.calibrate.validate import precheck, validate_rows
+from gpusim.calibrate.validate import precheck
 from gpusim.costs import with_calibration
 from gpusim.errors import InputError
 from gpusim.mechanisms import mechanisms_of
+from gpusim.sim.power import ClockStart
 
 PRIOR_WEIGHT = 0.05
 STEP = 0.10
@@ -52,6 +53,28 @@ class FitRow:
     base_us: float
     pins: tuple[Any, ...]
     elasticity: np.ndarray  # per multiplicative parameter
+    parts: list[PartPrediction] = field(default_factory=list)
+    """The row's schedules predicted at the current point (their clocks start the perturbed points' power
+    fixed points)."""
+
+    def starts(self) -> tuple[ClockStart | None, ...] | None:
+        """Where each part's power fixed point starts at a nearby point: this point's clocks."""
+        return tuple(part.start() for part in self.parts) if self.parts else None
+
+
+def energy_elasticity(fr: FitRow, launch_us: float, kernel_us: float) -> float:
+    """d log t / d log energy_scale of a row from its parts' clock sensitivities (no simulation).
+
+    The power model holds s * D(f) = limit - static at the clock f it answers, so d log f / d log s =
+    -1 / (d log D / d log f), and each power-limited part's kernel time moves by its d log T / d log f
+    times that; a part that runs at its ceiling does not move (``kernel_us``: the row's kernel time)."""
+    change = 0.0
+    for part in fr.parts:
+        sens = part.sensitivity
+        if sens is None:
+            continue
+        change += max(part.time_us - launch_us, 0.0) * sens.time_slope * (-1.0 / max(sens.power_slope, 0.2))
+    return change / max(kernel_us, 1e-9)
 
 
 def default_fit_names(families: set[str], small_times: bool, power: bool = False,
@@ -232,20 +255,22 @@ def micro_fixed(
 
 
 def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = None,
-              max_rows: int = MAX_FIT_ROWS, on_progress: Any = None, use_micro: bool = True) -> dict[str, Any]:  # fmt: skip
+              max_rows: int = MAX_FIT_ROWS, on_progress: Any = None, use_micro: bool = True,
+              jobs: int = 1) -> dict[str, Any]:  # fmt: skip
     """Fit ``base``'s calibration block to its rows; returns the block, provenance and report.
     ``on_progress(simulations, 0)`` is called after each simulation (progress bars). Microbenchmark rows
-    among ``rows`` (``use_micro``) fix the calibration fields they measure (:func:`micro_fixed`)."""
+    among ``rows`` (``use_micro``) fix the calibration fields they measure (:func:`micro_fixed`).
+    ``jobs``: processes the row predictions run in (the fitted values do not depend on it)."""
     t0 = time.perf_counter()
     fixed, micro_report = micro_fixed(rows, base, names) if use_micro else ({}, {})
     base = _arch_with(base, fixed, origin="datasheet")
     chosen, n_usable = _select(rows, base.id, max_rows)
     if not chosen:
         raise InputError(f"calibrate: no usable measured rows for {base.id}")
-    predictor = Predictor(on_simulation=on_progress)
-    base_results = []
-    for m in chosen:
-        base_results += validate_rows([m], costs="datasheet", predictor=predictor, arch_override=base)
+    pool = RowPool(jobs, on_progress=on_progress)
+    base_outcomes = pool.base(chosen, base)
+    base_results = [result for result, _ in base_outcomes]
+    base_parts = {result.m.index: parts for result, parts in base_outcomes if isinstance(parts, list)}
     ok = [r for r in base_results if r.predicted_time_us is not None and r.measured_time_us]
     skipped = {r.m.index: r.skipped for r in base_results if r.skipped}
     if not ok:
@@ -267,8 +292,12 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     launch0_us = base.calibration.launch_overhead_ns / 1000.0
 
     # Gauss-Newton outer loop: linearise at the current point (one pinned simulation per row and
-    # parameter, stepping 10% towards the lower bound), solve, move, until the step is under 1%.
-    fit_rows = [FitRow(r.m, r.family, r.measured_time_us, r.predicted_time_us, r.pins or (), np.zeros(len(mult)))
+    # parameter, stepping 10% towards the lower bound), solve, move, until the step is under 1%. With
+    # the power model on, the energy scale's elasticities come from the clock sensitivities of the
+    # point's own fixed points (it changes nothing but the clock), and every other fixed point starts
+    # at the clock the point found.
+    fit_rows = [FitRow(r.m, r.family, r.measured_time_us, r.predicted_time_us, r.pins or (), np.zeros(len(mult)),
+                       base_parts.get(r.m.index, []))
                 for r in ok]  # fmt: skip
     fit_rows = _within_budget(fit_rows, len(mult))
     used = {fr.m.index for fr in fit_rows}
@@ -279,23 +308,32 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
             )
     x = x0.copy()
     iterations = 0
-    for iterations in range(1, MAX_ITERS + 1):
+    while iterations < MAX_ITERS:
+        iterations += 1
         point = _values(x, mult, add)
         arch_x = _arch_with(base, point, origin="datasheet")
         launch_c_us = (x[len(mult)] / 1000.0) if add else launch0_us
-        if iterations > 1:
-            for fr in fit_rows:
-                with contextlib.suppress(Skip):
-                    fr.base_us, _ = predictor.row(fr.m, arch_x, pins=fr.pins)
+        if iterations > 1 or any(not fr.parts for fr in fit_rows):
+            todo = [fr for fr in fit_rows if iterations > 1 or not fr.parts]
+            for fr, got in zip(todo, pool.parts([PartsRequest(fr.m, arch_x, fr.pins, fr.starts()) for fr in todo]),
+                               strict=True):  # fmt: skip
+                if isinstance(got, list):
+                    fr.parts = got
+                    fr.base_us = sum(part.time_us for part in got)
         for j, p in enumerate(mult):
+            if power and p.name == "energy_scale":
+                for fr in fit_rows:
+                    kernel_us = max(fr.base_us - launch_c_us, 1e-9)
+                    fr.elasticity[j] = energy_elasticity(
+                        fr, arch_x.calibration.launch_overhead_ns / 1000.0, kernel_us
+                    )
+                continue
             value = point[p.name]
             factor = 1 - STEP if value * (1 - STEP) >= p.lo else 1 + STEP
             arch_j = _arch_with(base, {**point, p.name: value * factor}, origin="datasheet")
-            for fr in fit_rows:
-                try:
-                    t, _ = predictor.row(fr.m, arch_j, pins=fr.pins)
-                except Skip:
-                    t = fr.base_us
+            perturbed = pool.parts([PartsRequest(fr.m, arch_j, fr.pins, fr.starts()) for fr in fit_rows])
+            for fr, got in zip(fit_rows, perturbed, strict=True):
+                t = sum(part.time_us for part in got) if isinstance(got, list) else fr.base_us
                 k0 = max(fr.base_us - launch_c_us, 1e-9)
                 fr.elasticity[j] = (math.log(max(t - launch_c_us, 1e-9)) - math.log(k0)) / math.log(factor)
         x_new = _solve(fit_rows, mult, add, x, x0, launch_c_us)
@@ -311,11 +349,11 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     # error before and after (after: re-simulated at the fitted point, same schedule choices)
     before = {r.m.index: r.predicted_time_us for r in ok if r.m.index in used}
     after: dict[int, float] = {}
-    for fr in fit_rows:
-        try:
-            after[fr.m.index], _ = predictor.row(fr.m, fitted, pins=fr.pins)
-        except Skip:
-            continue
+    for fr, got in zip(
+        fit_rows, pool.parts([PartsRequest(fr.m, fitted, fr.pins) for fr in fit_rows]), strict=True
+    ):
+        if isinstance(got, list):
+            after[fr.m.index] = sum(part.time_us for part in got)
     # recentre the linear model on the fitted point's true times for cross-validation
     for fr in fit_rows:
         if fr.m.index in after:
@@ -393,6 +431,6 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
         "calibration": cal,
         "skipped": skipped,
         "wall_s": round(time.perf_counter() - t0, 2),
-        "simulations": predictor.simulations,
+        "simulations": pool.simulations,
         "micro": micro_report,
     }

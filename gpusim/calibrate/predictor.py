@@ -19,6 +19,7 @@ from gpusim.errors import (
     quote,
 )
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
+from gpusim.sim.power import ClockSensitivity, ClockStart
 
 
 class Skip(Exception):
@@ -32,6 +33,16 @@ class PartPrediction:
     schedule: str
     time_us: float
     chosen: tuple[str, tuple[tuple[str, Any], ...]] | None = None
+    clock_mhz: float | None = None
+    """The clock the prediction ran at (the power model's answer where it is on)."""
+    sensitivity: ClockSensitivity | None = None
+    """Where the power model limited the clock: its local slopes there (gpusim.sim.power)."""
+
+    def start(self) -> ClockStart | None:
+        """Where a nearby model point's power fixed point may start (None: not power-limited)."""
+        if self.sensitivity is None or self.clock_mhz is None:
+            return None
+        return ClockStart(self.clock_mhz, self.sensitivity.power_slope)
 
 
 _PARAM_LIKE = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -134,12 +145,14 @@ class Predictor:
         """Called as ``on_simulation(count, 0)`` after each prediction run (progress bars)."""
 
     def part(self, schedule: str, arch: Arch, problem: dict[str, Any],
-             pinned: tuple[str, tuple[tuple[str, Any], ...]] | None = None) -> PartPrediction:  # fmt: skip
-        """One schedule's prediction, within the work limit."""
+             pinned: tuple[str, tuple[tuple[str, Any], ...]] | None = None,
+             start: ClockStart | None = None) -> PartPrediction:  # fmt: skip
+        """One schedule's prediction, within the work limit (``start``: where the power model's fixed
+        point starts; used for a pinned or named schedule only)."""
         try:
-            return self._part(schedule, arch, problem, pinned)
+            return self._part(schedule, arch, problem, pinned, start)
         except LimitExceeded:
-            key = (_cal_key(arch), schedule, tuple(sorted(problem.items())), pinned)
+            key = (_cal_key(arch), schedule, tuple(sorted(problem.items())), pinned, start)
             reason = (f"{schedule}: needs more than the work limit of {self.max_events or 0:,} simulated events "
                       "(raise --max-events)")  # fmt: skip
             self.cache[key] = reason
@@ -147,11 +160,11 @@ class Predictor:
 
     def _part(self, schedule: str, arch: Arch, problem: dict[str, Any],
               pinned: tuple[str, tuple[tuple[str, Any], ...]] | None = None,
-) -> PartPrediction:  # fmt: skip
+              start: ClockStart | None = None) -> PartPrediction:  # fmt: skip
         """One schedule's prediction (``pinned``: simulate this auto choice instead of searching)."""
         from gpusim.api import predict
 
-        key = (_cal_key(arch), schedule, tuple(sorted(problem.items())), pinned)
+        key = (_cal_key(arch), schedule, tuple(sorted(problem.items())), pinned, start)
         hit = self.cache.get(key)
         if isinstance(hit, str):
             raise Skip(hit)
@@ -168,13 +181,16 @@ class Predictor:
                 )
                 choice = prediction.choice or {}
                 chosen = (choice.get("schedule", ""), tuple(sorted((choice.get("params") or {}).items())))
-                result = PartPrediction(schedule, prediction.time_us, chosen)
+                result = _part_prediction(schedule, prediction, chosen)
             else:
                 name, params = (pinned[0], {**problem, **dict(pinned[1])}) if pinned else (schedule, problem)
-                prediction = predict(
-                    name, arch, costs=costs, attribute=False, max_events=self.max_events, **params
-                )
-                result = PartPrediction(schedule, prediction.time_us, pinned)
+                if start is None:
+                    prediction = predict(
+                        name, arch, costs=costs, attribute=False, max_events=self.max_events, **params
+                    )
+                else:
+                    prediction = _predict_from(name, arch, params, self.max_events, start)
+                result = _part_prediction(schedule, prediction, pinned)
             self.simulations += 1
             if self.on_simulation is not None:
                 self.on_simulation(self.simulations, 0)
@@ -197,10 +213,16 @@ class Predictor:
     def row(self, m: Measurement, arch: Arch,
             pins: tuple[Any, ...] | None = None) -> tuple[float, tuple[Any, ...]]:  # fmt: skip
         """Predicted time (us) of a row (sum over ``a+b``) and the auto choices made (for pinning)."""
+        parts = self.row_parts(m, arch, pins)
+        return sum(part.time_us for part in parts), tuple(part.chosen for part in parts)
+
+    def row_parts(self, m: Measurement, arch: Arch, pins: tuple[Any, ...] | None = None,
+                  starts: tuple[ClockStart | None, ...] | None = None) -> list[PartPrediction]:  # fmt: skip
+        """Every schedule's prediction of a row (``a+b``: two), in order; ``starts``: where each part's
+        power fixed point starts (a calibration's nearby point)."""
         from gpusim.api import schedules
 
-        total = 0.0
-        chosen: list[Any] = []
+        parts: list[PartPrediction] = []
         names = [s.strip() for s in m.schedule.split("+")]
         for name in names:
             if not name.startswith("auto") and name not in schedules() and "/" not in name:
@@ -211,7 +233,28 @@ class Predictor:
                 problem = problem_for(name, m, siblings)
             except GpusimError as exc:  # a schedule cell naming a file that is not a schedule
                 raise Skip(quote(exc, 300)) from None
-            part = self.part(name, arch, problem, pins[i] if pins else None)
-            total += part.time_us
-            chosen.append(part.chosen)
-        return total, tuple(chosen)
+            part = self.part(name, arch, problem, pins[i] if pins else None, starts[i] if starts else None)
+            parts.append(part)
+        return parts
+
+
+def _part_prediction(schedule: str, prediction: Any, chosen: Any) -> PartPrediction:
+    sens = prediction.sim.get("power_sensitivity") if prediction.sim.get("power_limited") else None
+    return PartPrediction(
+        schedule,
+        prediction.time_us,
+        chosen,
+        prediction.clock_mhz,
+        ClockSensitivity(sens["power_slope"], sens["time_slope"]) if sens else None,
+    )
+
+
+def _predict_from(
+    name: str, arch: Arch, params: dict[str, Any], max_events: int | None, start: ClockStart
+) -> Any:
+    """A named schedule's time-only prediction whose power fixed point starts at ``start``."""
+    from gpusim.api import _resolve_schedule
+    from gpusim.summarize import predict_resolved
+
+    sched = _resolve_schedule(name, arch, params)
+    return predict_resolved(sched, arch, attribute=False, max_events=max_events, power_start=start)

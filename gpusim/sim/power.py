@@ -156,6 +156,25 @@ def clock_ceiling_mhz(arch: Arch, sched: Schedule) -> float:
 
 
 @dataclass(frozen=True)
+class ClockStart:
+    """Where a fixed point may start instead of at the ceiling: the clock found for a nearby model point
+    (a calibration's perturbed parameter) and the slope of log P_dynamic against log f there."""
+
+    clock_mhz: float
+    power_slope: float
+
+
+@dataclass(frozen=True)
+class ClockSensitivity:
+    """How a power-limited kernel answers a change of clock, from the two trials nearest its clock."""
+
+    power_slope: float
+    """d log P_dynamic / d log f (3 for a compute-bound kernel under the cubic law)."""
+    time_slope: float
+    """d log T / d log f (-1 compute-bound, 0 memory-bound)."""
+
+
+@dataclass(frozen=True)
 class ClockSolution:
     """The clock a kernel sustains, the simulation at that clock and the power it draws there."""
 
@@ -167,11 +186,34 @@ class ClockSolution:
     simulations: int
     trials: tuple[tuple[float, float], ...]
     """Every (clock MHz, power W) tried, in order."""
+    trial_kernel_ns: tuple[float, ...] = ()
+    """The simulated kernel time of each trial."""
+
+    def sensitivity(self) -> ClockSensitivity | None:
+        """The local slopes at the answer, from the two distinct trial clocks nearest it (None: one trial,
+        e.g. a kernel that fits at the ceiling)."""
+        p_static = self.run.arch.power.static_power_w if self.run.arch.power else 0.0
+        seen: dict[float, tuple[float, float]] = {}
+        for (f, w), t in zip(self.trials, self.trial_kernel_ns, strict=True):
+            seen[f] = (w, t)
+        if len(seen) < 2:
+            return None
+        near = sorted(seen, key=lambda f: (abs(math.log(f / self.clock_mhz)), f))[:2]
+        (fa, (wa, ta)), (fb, (wb, tb)) = ((f, seen[f]) for f in near)
+        span = math.log(fa / fb)
+        dyn_a, dyn_b = max(wa - p_static, 1e-9), max(wb - p_static, 1e-9)
+        return ClockSensitivity(
+            math.log(dyn_a / dyn_b) / span, math.log(max(ta, 1e-9) / max(tb, 1e-9)) / span
+        )
 
 
-def sustained_clock(arch: Arch, sched: Schedule, run_at: Callable[[float], SimRun]) -> ClockSolution:
+def sustained_clock(
+    arch: Arch, sched: Schedule, run_at: Callable[[float], SimRun], start: ClockStart | None = None
+) -> ClockSolution:
     """The highest clock (<= the ceiling) whose average power fits under the board limit; ``run_at(f)``
-    simulates the kernel at f MHz. See the module doc for the iteration."""
+    simulates the kernel at f MHz. See the module doc for the iteration. ``start``: begin at that clock
+    and slope instead of at the ceiling and the cubic law (a calibration's nearby points; the answer
+    then agrees with a cold start's within the tolerances, not to the last digit)."""
     p = arch.power
     assert p is not None
     limit = p.board_power_limit_w
@@ -179,20 +221,30 @@ def sustained_clock(arch: Arch, sched: Schedule, run_at: Callable[[float], SimRu
     floor = FLOOR_FRACTION * arch.clocks.boost_clock_mhz
     runs: dict[float, tuple[SimRun, float]] = {}
     trials: list[tuple[float, float]] = []
+    kernel_ns: list[float] = []
 
     def trial(f: float) -> float:
         run = run_at(f)
         watts = average_power_w(arch, activity(run), f)
         runs[f] = (run, watts)
         trials.append((f, watts))
+        kernel_ns.append(run.kernel_ns)
         return watts
 
     def solution(f: float, limited: bool) -> ClockSolution:
         run, watts = runs[f]
-        return ClockSolution(f, run, watts, limited, len(trials), tuple(trials))
+        return ClockSolution(f, run, watts, limited, len(trials), tuple(trials), tuple(kernel_ns))
 
-    if trial(ceiling) <= limit:
+    f = ceiling
+    slope = 3.0  # cubic law first: P_dynamic ~ f^3 when the time goes as 1/f
+    if start is not None:
+        f = min(max(start.clock_mhz, floor), ceiling)
+        slope = min(max(start.power_slope, 0.2), 4.0)
+    watts0 = trial(f)
+    if f == ceiling and watts0 <= limit:
         return solution(ceiling, False)
+    if f != ceiling and abs(watts0 - limit) <= POWER_TOLERANCE * limit:
+        return solution(f, True)
     headroom = limit - p.static_power_w
     if headroom <= 0:  # nothing fits: the floor clock
         trial(floor)
@@ -201,8 +253,6 @@ def sustained_clock(arch: Arch, sched: Schedule, run_at: Callable[[float], SimRu
     def dyn(watts: float) -> float:
         return max(watts - p.static_power_w, 1e-9)
 
-    f = ceiling
-    slope = 3.0  # cubic law first: P_dynamic ~ f^3 when the time goes as 1/f
     for _ in range(MAX_SIMULATIONS - 1):
         over = [(g, w) for g, w in trials if w > limit]
         under = [(g, w) for g, w in trials if w <= limit]
@@ -228,4 +278,5 @@ def sustained_clock(arch: Arch, sched: Schedule, run_at: Callable[[float], SimRu
         if abs(watts_new - limit) <= POWER_TOLERANCE * limit or f <= floor:
             break
     fitting = [g for g, w in trials if w <= limit * (1 + POWER_TOLERANCE)]
-    return solution(max(fitting) if fitting else min(runs), True)
+    best = max(fitting) if fitting else min(runs)
+    return solution(best, best != ceiling or runs[best][1] > limit)
