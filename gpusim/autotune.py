@@ -293,10 +293,15 @@ def search(
                 deadline_s=deadline_s,
                 max_events=max_events,
                 horizon_us=None if best is None else best.time_us,
+                # GEMMs: every metric FLOP is MMA work, so the FLOPs left at the chip's peak bound the end
+                horizon_flops_per_us=_peak_flops_per_us_per_sm(sched, arch) * arch.sm_count
+                if equal_units
+                else None,
                 replay="late",  # shipped schedules: an early deadlock replay would only add cost
             )
-        except HorizonReached:  # it takes at least the best time so far: it cannot be the pick
-            tried.append(Candidate(legal.schedule, params, None, f"stopped: simulated past the best "
+        except HorizonReached:  # it takes at least the best time so far (the time simulated plus the MMA
+            # FLOPs left at the chip's peak reach it): it cannot be the pick
+            tried.append(Candidate(legal.schedule, params, None, f"stopped: cannot finish before the best "
                                    f"({best.time_us:.2f} us; lower bound {bound:.2f} us)", legal.origin))  # type: ignore[union-attr]  # fmt: skip
             continue
         except ScheduleRefused as exc:

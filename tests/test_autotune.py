@@ -116,15 +116,16 @@ def test_auto_gemm_searches_the_tuner_space_in_bound_order() -> None:
 
 
 def test_a_candidate_simulated_past_the_best_is_stopped_and_would_not_have_won() -> None:
-    """A candidate whose simulated time reaches the best time so far is stopped there (its kernel takes
-    at least that long); simulated to its end, each would indeed have been no faster than the pick."""
+    """A candidate is stopped once its simulated time plus its MMA FLOPs left at the chip's peak reach the
+    best time so far (its kernel takes at least that long); simulated to its end, each would indeed have
+    been no faster than the pick."""
     from gpusim.autotune import search
     from gpusim.summarize import predict_resolved
 
     h100 = load_arch("h100")
     problem = {"M": 256, "N": 512, "K": 256, "dtype": "bf16"}
     best, tried = search("auto:gemm", h100, problem, max_simulations=None)
-    stopped = [c for c in tried if c.note.startswith("stopped: simulated past the best")]
+    stopped = [c for c in tried if c.note.startswith("stopped: cannot finish before the best")]
     assert stopped and all(c.time_us is None for c in stopped)
     for c in stopped[:: max(1, len(stopped) // 6)]:
         sched = load_schedule(c.schedule, h100, {**problem, **c.params})
@@ -175,3 +176,26 @@ def test_auto_attention_predicts_the_best_flashattention_tile() -> None:
     assert p.schedule == "auto:attention" and p.time_us > 0
     with pytest.raises(InputError, match="only the problem"):
         predict("auto:attention", "h100", BLOCK_M=128)
+
+
+def test_the_flops_left_stop_a_hopeless_candidate_sooner_and_never_a_winner() -> None:
+    """The horizon with the chip's MMA peak: a GEMM that cannot finish before the horizon stops earlier
+    than on simulated time alone; one that finishes before it is never stopped."""
+    from gpusim.autotune import _peak_flops_per_us_per_sm
+    from gpusim.errors import HorizonReached
+    from gpusim.sim.engine import simulate
+
+    h100 = load_arch("h100")
+    sched = load_schedule("gemm_ws_pingpong", h100, {"M": 2048, "N": 2048, "K": 4096})
+    kernel_ns = simulate(sched, h100).kernel_ns
+    rate = _peak_flops_per_us_per_sm(sched, h100) * h100.sm_count / 1000.0
+    assert sched.flops / rate < kernel_ns  # the peak bound is below the simulated time
+    finished = simulate(sched, h100, horizon_ns=kernel_ns * 1.001, horizon_flops_per_ns=rate)
+    assert finished.kernel_ns == kernel_ns
+
+    def events_when_stopped(**kwargs: float) -> int:
+        with pytest.raises(HorizonReached) as info:
+            simulate(sched, h100, horizon_ns=kernel_ns * 0.9, **kwargs)
+        return int(str(info.value).rsplit("after ", 1)[1].split(" events")[0].replace(",", ""))
+
+    assert events_when_stopped(horizon_flops_per_ns=rate) < events_when_stopped()

@@ -308,6 +308,7 @@ def simulate(
     deadline_s: float | None = None,
     shared_tensor_core: bool | None = None,
     horizon_ns: float | None = None,
+    horizon_flops_per_ns: float | None = None,
     replay: Literal["early", "late", "none"] = "early",
 ) -> SimRun:
     """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
@@ -321,7 +322,10 @@ def simulate(
     callers; nothing in gpusim's own commands uses it, since its outcome depends on the machine.
     ``shared_tensor_core`` overrides the arch's ``shared_tensor`` mechanism (None: as the arch says).
     ``horizon_ns``: stop with HorizonReached once simulated time reaches it (the kernel then takes at
-    least that long; a search uses its best time so far). ``replay``: when the untimed replay of the
+    least that long; a search uses its best time so far). ``horizon_flops_per_ns``: with a horizon, a
+    rate no SM's tensor cores together can beat (FLOP/ns over the chip): stop as soon as the time
+    simulated plus the schedule's FLOPs not yet issued at that rate reach the horizon (the kernel cannot
+    end sooner; for schedules whose metric FLOPs are all MMA work, GEMMs). ``replay``: when the untimed replay of the
     synchronisation runs (gpusim/sim/untimed.py): ``early`` before simulating (and again in full past
     UNTIMED_REPLAY_AFTER_EVENTS if undecided), ``late`` only past that many events (a search among
     shipped schedules), ``none`` never (a re-simulation of a schedule already replayed)."""
@@ -353,6 +357,7 @@ def simulate(
     for group in plan.groups:
         builder.build_group(group)
     ff = builder.ff
+    horizon_rate = horizon_flops_per_ns if horizon_ns is not None and sched.flops > 0 else None
     events = skipped = 0
     limit = max_events if max_events is not None else -1
     step = env.step
@@ -385,6 +390,15 @@ def simulate(
         if horizon_ns is not None and env.now >= horizon_ns:
             raise HorizonReached(f"{sched.name} on {arch.id}: simulated time reached {horizon_ns / 1000:.2f} us "
                                  f"after {events:,} events")  # fmt: skip
+        if horizon_rate and events % 64 == 0:
+            issued = sum(sm.tensor_flops * sm.weight for sm in builder.sms)
+            at_least_ns = env.now + max(sched.flops - issued, 0.0) / horizon_rate
+            if at_least_ns >= horizon_ns:  # type: ignore[operator]
+                raise HorizonReached(
+                    f"{sched.name} on {arch.id}: at t={env.now / 1000:.2f} us, {sched.flops - issued:.3g} FLOPs "
+                    f"still to issue cannot finish before the horizon {horizon_ns / 1000:.2f} us "  # type: ignore[operator]
+                    f"after {events:,} events"
+                )
     blocked = [r for r in builder.runners if not r.finished]
     if blocked:
         sites: dict[tuple[str, str], list[Any]] = {}
