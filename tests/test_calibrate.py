@@ -45,6 +45,16 @@ def test_calibrate_fits_hbm_fraction_deterministically(tmp_path: Path) -> None:
     assert "stream" in prov["residuals"]
 
 
+def test_calibrate_in_processes_fits_the_same(tmp_path: Path) -> None:
+    """``jobs=2`` spreads the row predictions over worker processes; the fit does not change."""
+    rows = read_measurements([_stream_rows(tmp_path)])
+    base = load_arch("h100")
+    serial = calibrate(rows, base, ["hbm_bandwidth_fraction"])
+    parallel = calibrate(rows, base, ["hbm_bandwidth_fraction"], jobs=2)
+    assert parallel["calibration"] == serial["calibration"]
+    assert parallel["simulations"] >= serial["simulations"]  # workers do not share the serial run's cache
+
+
 def test_parameter_at_bound_is_reported(tmp_path: Path) -> None:
     lines = [HEADER]
     for mib in (64, 128):
