@@ -15,7 +15,7 @@ from typing import Any
 from gpusim.arch import Arch
 from gpusim.calibrate.measurements import Measurement
 from gpusim.calibrate.predictor import PartPrediction, Predictor, Skip
-from gpusim.calibrate.validate import RowResult, _map_in_processes, validate_rows
+from gpusim.calibrate.validate import RowResult, map_in_processes, validate_rows
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.sim.power import ClockStart
 
@@ -97,7 +97,7 @@ class RowPool:
             return out
         tasks = [(i, m, arch, self.max_events) for i, m in enumerate(rows)]
         results: dict[int, BaseResult] = {}
-        for index, result, simulations in _map_in_processes(_base_task, tasks, self.jobs):
+        for index, result, simulations in map_in_processes(_base_task, tasks, self.jobs):
             results[index] = result
             self._worker_simulations += simulations
             self._progress()
@@ -113,7 +113,7 @@ class RowPool:
             return out
         tasks = [(i, req, self.max_events) for i, req in enumerate(requests)]
         results: dict[int, PartsResult] = {}
-        for index, result, simulations in _map_in_processes(_parts_task, tasks, self.jobs):
+        for index, result, simulations in map_in_processes(_parts_task, tasks, self.jobs):
             results[index] = result
             self._worker_simulations += simulations
             self._progress()

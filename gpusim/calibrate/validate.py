@@ -272,16 +272,18 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _map_in_processes(fn: Any, tasks: list[Any], jobs: int) -> Iterator[Any]:
-    """``fn(t)`` for each of ``tasks`` in ``jobs`` spawned processes, yielded as they finish. Workers
-    ignore Ctrl-C (the parent stops them at once and reports one line); a worker's gpusim error
-    reaches the caller unchanged."""
+def map_in_processes(fn: Any, tasks: list[Any], jobs: int) -> Iterator[Any]:
+    """``fn(t)`` for each of ``tasks`` in ``jobs`` spawned processes (never more than the CPUs, nor the
+    tasks: each worker holds a simulation's memory), yielded as they finish. Workers ignore Ctrl-C (the
+    parent stops them at once and reports one line); a worker's gpusim error reaches the caller
+    unchanged."""
     context = multiprocessing.get_context("spawn")
     # Ctrl-C is blocked (not ignored) while the workers start: they inherit the mask and never see it,
     # and one pressed meanwhile stays pending for the parent, which gets it once unblocked below.
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        pool = context.Pool(processes=min(jobs, len(tasks)), initializer=_ignore_interrupts)
+        processes = max(1, min(jobs, len(tasks), os.cpu_count() or 1))
+        pool = context.Pool(processes=processes, initializer=_ignore_interrupts)
     except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         raise
@@ -360,7 +362,7 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
         tasks = _tasks(needs)
         simulations = 0
         on_progress(len(results), len(rows))
-        for out, count in _map_in_processes(
+        for out, count in map_in_processes(
             _worker, [(t, costs, arch_filter, max_events, model) for t in tasks], jobs
         ):
             results.extend(out)
