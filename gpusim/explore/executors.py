@@ -79,7 +79,9 @@ class LocalExecutor:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
         while pending:
-            pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)), mp_context=context)
+            # never more workers than CPUs or points: each holds a simulation's memory
+            workers = max(1, min(self.jobs, len(pending), os.cpu_count() or 1))
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
             self._pool = pool
             futures: dict[Future[dict[str, Any]], Point] = {
                 pool.submit(evaluate_point, p, costs, (archs or {}).get(p.arch)): p for p in pending.values()
