@@ -2,9 +2,11 @@
 
 Each usable row is simulated once at the datasheet point and once per fitted parameter at a small
 perturbation (auto:gemm rows keep the schedule their search chose), which gives each row's
-elasticities d log t / d log p. Least squares on log error (scipy, bounded, fixed start, a weak pull
-to the datasheet values so that parameters the rows cannot tell apart stay put) runs on that
-linearised model; the fitted block is then re-simulated for the reported error. Cross-validation
+elasticities d log t / d log p. With the power model on, the energy scale's elasticities come from each
+row's clock sensitivity instead (:func:`energy_elasticity`: the energy scale moves nothing but the
+clock), and each perturbed point's fixed point starts at the clock the point found. Least squares on
+log error (scipy, bounded, fixed start, a weak pull to the datasheet values so that parameters the
+rows cannot tell apart stay put) runs on that linearised model; the fitted block is then re-simulated for the reported error. Cross-validation
 (leave-one-source-out, or k-fold when the rows have one source) refits on the linearised model without
 the held-out rows and reports the error on them.
 """
@@ -296,8 +298,10 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     # the power model on, the energy scale's elasticities come from the clock sensitivities of the
     # point's own fixed points (it changes nothing but the clock), and every other fixed point starts
     # at the clock the point found.
-    fit_rows = [FitRow(r.m, r.family, r.measured_time_us, r.predicted_time_us, r.pins or (), np.zeros(len(mult)),
-                       base_parts.get(r.m.index, []))
+    # a row's base time is its parts' (pinned to the search's choices, as every perturbed point is)
+    fit_rows = [FitRow(r.m, r.family, r.measured_time_us,
+                       sum(p.time_us for p in base_parts[r.m.index]) if r.m.index in base_parts else r.predicted_time_us,
+                       r.pins or (), np.zeros(len(mult)), base_parts.get(r.m.index, []))
                 for r in ok]  # fmt: skip
     fit_rows = _within_budget(fit_rows, len(mult))
     used = {fr.m.index for fr in fit_rows}
@@ -313,13 +317,12 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
         point = _values(x, mult, add)
         arch_x = _arch_with(base, point, origin="datasheet")
         launch_c_us = (x[len(mult)] / 1000.0) if add else launch0_us
-        if iterations > 1 or any(not fr.parts for fr in fit_rows):
-            todo = [fr for fr in fit_rows if iterations > 1 or not fr.parts]
-            for fr, got in zip(todo, pool.parts([PartsRequest(fr.m, arch_x, fr.pins, fr.starts()) for fr in todo]),
-                               strict=True):  # fmt: skip
-                if isinstance(got, list):
-                    fr.parts = got
-                    fr.base_us = sum(part.time_us for part in got)
+        todo = fit_rows if iterations > 1 else [fr for fr in fit_rows if not fr.parts]
+        for fr, got in zip(todo, pool.parts([PartsRequest(fr.m, arch_x, fr.pins, fr.starts()) for fr in todo]),
+                           strict=True):  # fmt: skip
+            if isinstance(got, list):
+                fr.parts = got
+                fr.base_us = sum(part.time_us for part in got)
         for j, p in enumerate(mult):
             if power and p.name == "energy_scale":
                 for fr in fit_rows:
