@@ -6,9 +6,10 @@ elasticities d log t / d log p. With the power model on, the energy scale's elas
 row's clock sensitivity instead (:func:`energy_elasticity`: the energy scale moves nothing but the
 clock), and each perturbed point's fixed point starts at the clock the point found. Least squares on
 log error (scipy, bounded, fixed start, a weak pull to the datasheet values so that parameters the
-rows cannot tell apart stay put) runs on that linearised model; the fitted block is then re-simulated for the reported error. Cross-validation
-(leave-one-source-out, or k-fold when the rows have one source) refits on the linearised model without
-the held-out rows and reports the error on them.
+rows cannot tell apart stay put) runs on that linearised model; the fitted block is then
+re-simulated for the reported error. Cross-validation (leave-one-source-out, or k-fold when the rows
+have one source) refits on the linearised model without the held-out rows and reports the error on
+them.
 """
 
 from __future__ import annotations
@@ -299,9 +300,12 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     # point's own fixed points (it changes nothing but the clock), and every other fixed point starts
     # at the clock the point found.
     # a row's base time is its parts' (pinned to the search's choices, as every perturbed point is)
-    fit_rows = [FitRow(r.m, r.family, r.measured_time_us,
-                       sum(p.time_us for p in base_parts[r.m.index]) if r.m.index in base_parts else r.predicted_time_us,
-                       r.pins or (), np.zeros(len(mult)), base_parts.get(r.m.index, []))
+    def base_time_us(r: Any) -> float:
+        parts = base_parts.get(r.m.index)
+        return sum(part.time_us for part in parts) if parts else r.predicted_time_us
+
+    fit_rows = [FitRow(r.m, r.family, r.measured_time_us, base_time_us(r), r.pins or (), np.zeros(len(mult)),
+                       base_parts.get(r.m.index, []))
                 for r in ok]  # fmt: skip
     fit_rows = _within_budget(fit_rows, len(mult))
     used = {fr.m.index for fr in fit_rows}

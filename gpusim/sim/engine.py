@@ -325,10 +325,11 @@ def simulate(
     least that long; a search uses its best time so far). ``horizon_flops_per_ns``: with a horizon, a
     rate no SM's tensor cores together can beat (FLOP/ns over the chip): stop as soon as the time
     simulated plus the schedule's FLOPs not yet issued at that rate reach the horizon (the kernel cannot
-    end sooner; for schedules whose metric FLOPs are all MMA work, GEMMs). ``replay``: when the untimed replay of the
-    synchronisation runs (gpusim/sim/untimed.py): ``early`` before simulating (and again in full past
-    UNTIMED_REPLAY_AFTER_EVENTS if undecided), ``late`` only past that many events (a search among
-    shipped schedules), ``none`` never (a re-simulation of a schedule already replayed)."""
+    end sooner; for schedules whose metric FLOPs are all MMA work, GEMMs). ``replay``: when the
+    untimed replay of the synchronisation runs (gpusim/sim/untimed.py): ``early`` before simulating
+    (and again past UNTIMED_REPLAY_AFTER_EVENTS if undecided and worth it), ``late`` only past that
+    many events (a search among shipped schedules), ``none`` never (a re-simulation of a schedule
+    already replayed)."""
     budgets = check_schedule(sched, arch)
     start = time.perf_counter()
     plan = plan_work(sched, arch, group_identical=group_identical)
@@ -358,6 +359,7 @@ def simulate(
         builder.build_group(group)
     ff = builder.ff
     horizon_rate = horizon_flops_per_ns if horizon_ns is not None and sched.flops > 0 else None
+    horizon_rate_ns = horizon_ns if horizon_ns is not None else float("inf")
     events = skipped = 0
     limit = max_events if max_events is not None else -1
     step = env.step
@@ -391,13 +393,11 @@ def simulate(
             raise HorizonReached(f"{sched.name} on {arch.id}: simulated time reached {horizon_ns / 1000:.2f} us "
                                  f"after {events:,} events")  # fmt: skip
         if horizon_rate and events % 64 == 0:
-            issued = sum(sm.tensor_flops * sm.weight for sm in builder.sms)
-            at_least_ns = env.now + max(sched.flops - issued, 0.0) / horizon_rate
-            if at_least_ns >= horizon_ns:  # type: ignore[operator]
+            left = max(sched.flops - sum(sm.tensor_flops * sm.weight for sm in builder.sms), 0.0)
+            if env.now + left / horizon_rate >= horizon_rate_ns:
                 raise HorizonReached(
-                    f"{sched.name} on {arch.id}: at t={env.now / 1000:.2f} us, {sched.flops - issued:.3g} FLOPs "
-                    f"still to issue cannot finish before the horizon {horizon_ns / 1000:.2f} us "  # type: ignore[operator]
-                    f"after {events:,} events"
+                    f"{sched.name} on {arch.id}: at t={env.now / 1000:.2f} us, {left:.3g} FLOPs still to "
+                    f"issue cannot finish before {horizon_rate_ns / 1000:.2f} us after {events:,} events"
                 )
     blocked = [r for r in builder.runners if not r.finished]
     if blocked:
