@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from gpusim.arch import Arch
 from gpusim.errors import DeadlockError
@@ -914,7 +914,7 @@ class Replay:
     runs: int
     runs_total: int = 0
     """The distinct cluster runs of the plan (0: not known, the replay stopped before counting them)."""
-    stopped: str = "complete"
+    stopped: Literal["complete", "deadlock", "run_cap", "step_budget", "cannot_follow"] = "complete"
     """Why it ended: ``complete``, ``deadlock``, ``run_cap`` (at ``max_runs``, every run played complete
     and exact: a later replay may resume after them), ``step_budget`` (out of statements in a run) or
     ``cannot_follow`` (an inexact rule or anything it cannot follow: a replay of the same plan stops
