@@ -253,8 +253,8 @@ def _predict_from(
     name: str, arch: Arch, params: dict[str, Any], max_events: int | None, start: ClockStart
 ) -> Any:
     """A named schedule's time-only prediction whose power fixed point starts at ``start``."""
-    from gpusim.api import _resolve_schedule
+    from gpusim.schedule.load import load_schedule
     from gpusim.summarize import predict_resolved
 
-    sched = _resolve_schedule(name, arch, params)
+    sched = load_schedule(name, arch, params)
     return predict_resolved(sched, arch, attribute=False, max_events=max_events, power_start=start)
