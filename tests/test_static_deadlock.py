@@ -20,6 +20,7 @@ from gpusim.schedule.check import check_schedule
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.load import builtin_schedule_names, load_schedule, read_spec
 from gpusim.sim.engine import simulate
+from gpusim.sim.untimed import Replay
 
 SCHEDULES = Path(__file__).resolve().parent.parent / "schedules"
 
@@ -243,7 +244,8 @@ PROBLEMS = {"long_producer": {"M": 2048, "N": 2048, "K": 448}}
 
 def _without_the_balance_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("gpusim.schedule.check.check_balance", lambda *_: frozenset())
-    monkeypatch.setattr("gpusim.sim.engine.check_untimed", lambda *_, **__: None)
+    off = Replay(None, False, 0, 0, 0, "cannot_follow")  # the replay switched off: it never decides
+    monkeypatch.setattr("gpusim.sim.engine.check_untimed", lambda *_, **__: off)
 
 
 @pytest.mark.parametrize("name", sorted(set(MUTATIONS) - {"final_sync_9"}))
