@@ -9,8 +9,9 @@ deterministic and the per-process caches only save repeats.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from gpusim.arch import Arch
 from gpusim.calibrate.measurements import Measurement
@@ -37,24 +38,12 @@ PartsResult = list[PartPrediction] | Skip
 BaseResult = tuple[RowResult, PartsResult | None]
 
 
-def _base(predictor: Predictor, m: Measurement, arch: Arch) -> BaseResult:
-    result = validate_rows([m], costs="datasheet", predictor=predictor, arch_override=arch)[0]
+def _base(predictor: Predictor, req: PartsRequest) -> BaseResult:
+    result = validate_rows([req.m], costs="datasheet", predictor=predictor, arch_override=req.arch)[0]
     if result.predicted_time_us is None:
         return result, None
     # the same predictions again, pinned to the search's choices (repeats of a named schedule are cached)
-    return result, _parts(predictor, PartsRequest(m, arch, result.pins))
-
-
-def _base_task(args: tuple[int, Measurement, Arch, int | None]) -> tuple[int, BaseResult, int]:
-    index, m, arch, max_events = args
-    predictor = Predictor(max_events)
-    return index, _base(predictor, m, arch), predictor.simulations
-
-
-def _parts_task(args: tuple[int, PartsRequest, int | None]) -> tuple[int, PartsResult, int]:
-    index, req, max_events = args
-    predictor = Predictor(max_events)
-    return index, _parts(predictor, req), predictor.simulations
+    return result, _parts(predictor, PartsRequest(req.m, req.arch, result.pins))
 
 
 def _parts(predictor: Predictor, req: PartsRequest) -> PartsResult:
@@ -62,6 +51,17 @@ def _parts(predictor: Predictor, req: PartsRequest) -> PartsResult:
         return predictor.row_parts(req.m, req.arch, req.pins, starts=req.starts)
     except Skip as exc:
         return exc
+
+
+_Out = TypeVar("_Out")
+_Work = Callable[[Predictor, PartsRequest], _Out]
+
+
+def _task(args: tuple[_Work[_Out], int, PartsRequest, int | None]) -> tuple[int, _Out, int]:
+    """One request in a worker process, with its own predictor (the work function is picklable by name)."""
+    work, index, req, max_events = args
+    predictor = Predictor(max_events)
+    return index, work(predictor, req), predictor.simulations
 
 
 class RowPool:
@@ -89,31 +89,23 @@ class RowPool:
     def base(self, rows: list[Measurement], arch: Arch) -> list[BaseResult]:
         """Each row predicted cold on ``arch`` (its auto searches run), as ``gpusim validate`` does, with
         its parts pinned to the choices made."""
-        if self.jobs == 1 or len(rows) < 2:
-            out = []
-            for m in rows:
-                out.append(_base(self._predictor, m, arch))
-                self._progress()
-            return out
-        tasks = [(i, m, arch, self.max_events) for i, m in enumerate(rows)]
-        results: dict[int, BaseResult] = {}
-        for index, result, simulations in map_in_processes(_base_task, tasks, self.jobs):
-            results[index] = result
-            self._worker_simulations += simulations
-            self._progress()
-        return [results[i] for i in range(len(rows))]
+        return self._run(_base, [PartsRequest(m, arch) for m in rows])
 
     def parts(self, requests: list[PartsRequest]) -> list[PartsResult]:
         """Each request's parts, or the Skip that stopped it, in request order."""
+        return self._run(_parts, requests)
+
+    def _run(self, work: _Work[_Out], requests: list[PartsRequest]) -> list[_Out]:
+        """``work`` for each request, in request order: here, or spread over the worker processes."""
         if self.jobs == 1 or len(requests) < 2:
             out = []
             for req in requests:
-                out.append(_parts(self._predictor, req))
+                out.append(work(self._predictor, req))
                 self._progress()
             return out
-        tasks = [(i, req, self.max_events) for i, req in enumerate(requests)]
-        results: dict[int, PartsResult] = {}
-        for index, result, simulations in map_in_processes(_parts_task, tasks, self.jobs):
+        tasks = [(work, i, req, self.max_events) for i, req in enumerate(requests)]
+        results: dict[int, _Out] = {}
+        for index, result, simulations in map_in_processes(_task, tasks, self.jobs):
             results[index] = result
             self._worker_simulations += simulations
             self._progress()
