@@ -51,9 +51,8 @@ def predict_resolved(
     the predicted time (kernel plus launch) is known to reach it (a search's best so far); applied where
     the power model is off (one simulation at a fixed clock); ``horizon_flops_per_us``: with it, a chip
     tensor rate no simulation can beat, to stop sooner (``simulate``'s ``horizon_flops_per_ns``).
-    ``replay``: when the untimed deadlock
-    replay runs (``simulate``'s argument); the power model's later simulations of the same schedule
-    skip it. ``power_start``: where the power model's fixed point starts (a calibration's nearby point;
+    ``replay``: when the untimed deadlock replay runs (``simulate``'s argument); the power model's later
+    simulations of the same schedule skip it. ``power_start``: where the power model's fixed point starts (a calibration's nearby point;
     default: the ceiling)."""
     kwargs: dict[str, Any] = {
         "record": record or attribute,
