@@ -554,6 +554,8 @@ def resolve_arch_id(name: str) -> str:
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         raise InputError(f"arch {name[:80]!r}: an arch id has no control characters (newline, tab, ...)")
     key = name.strip(" ").lower().replace("-", "_")  # spaces around a CSV cell are fine
+    if key in _builtin_paths():  # an id needs no alias table (which reads every arch file)
+        return key
     table = _alias_table()
     if key in table:
         return table[key]
