@@ -10,7 +10,9 @@ seconds), every mutant of tests/late_deadlocks.py is classified by
 A refusal of a mutant that the simulation completes is a false refusal (it must never happen); a
 refused mutant that the simulation rejects with another error (an input error found while running)
 counts as refused.
-Usage: ``python bench/deadlock_mutations.py [--quick]``; prints one line per case and the totals.
+``--long``: the same schedules with long loops (64-256 k-tiles or KV blocks per unit), where the replay
+jumps periods inside units (gpusim/sim/replayloops.py).
+Usage: ``python bench/deadlock_mutations.py [--quick] [--long]``; prints one line per case and the totals.
 """
 
 from __future__ import annotations
@@ -45,6 +47,16 @@ CASES = [
     ("attn_fa2_fwd", "a100", {"batch": 2, "heads": 8, "seqlen_q": 1024, "seqlen_kv": 1024, "head_dim": 64}),
     ("attn_decode_splitkv", "h100", {}),
     ("mla_decode_flashmla", "h800", {}),
+]  # fmt: skip
+
+LONG_CASES = [
+    ("gemm_ws_pingpong", "h100", {"M": 2048, "N": 2048, "K": 8192}),
+    ("gemm_ws_cooperative", "h100", {"M": 2048, "N": 2048, "K": 8192}),
+    ("gemm_tcgen05", "b200", {"M": 2048, "N": 2048, "K": 8192}),
+    ("gemm_fp8_deepgemm", "h800", {"M": 1024, "N": 2048, "K": 8192}),
+    ("gemm_cp_async", "a100", {"M": 1024, "N": 1024, "K": 4096}),
+    ("attn_fa3_fwd", "h100", {"batch": 1, "heads": 4, "seqlen_q": 1024, "seqlen_kv": 16384, "head_dim": 128}),
+    ("attn_fa2_fwd", "a100", {"batch": 1, "heads": 4, "seqlen_q": 512, "seqlen_kv": 8192, "head_dim": 64}),
 ]  # fmt: skip
 
 
@@ -84,7 +96,8 @@ def _truth(sched, arch) -> str:  # type: ignore[no-untyped-def]
 def main() -> None:
     quick = "--quick" in sys.argv
     totals: Counter[str] = Counter()
-    for name, arch_id, problem in CASES[:3] if quick else CASES:
+    cases = LONG_CASES if "--long" in sys.argv else CASES
+    for name, arch_id, problem in cases[:3] if quick else cases:
         arch = load_arch(arch_id)
         base = _resolve_schedule(name, arch, problem)
         counts: Counter[str] = Counter()

@@ -143,9 +143,9 @@ def test_fa3_reading_the_previous_tiles_event_still_jumps_whole_periods(
      ("tile % 2", None), ("1 - tile", None)],
 )  # fmt: skip
 def test_tile_offsets_the_replay_can_shift(text: str, offset: int | None) -> None:
-    from gpusim.sim.untimed import _tile_offset
+    from gpusim.sim.untimed import _name_offset
 
-    assert _tile_offset(text) == offset
+    assert _name_offset(text, "tile") == offset
 
 
 FAMILIES = [
@@ -308,6 +308,89 @@ def test_a_late_replay_that_would_give_up_is_not_run(monkeypatch: pytest.MonkeyP
     gpusim.sim.engine.simulate(sched, arch)
     assert len(calls) == 2 and calls[1] is not None and calls[1].stopped == "run_cap"  # resumed
     calls.clear()
-    monkeypatch.setattr("gpusim.sim.engine.UNTIMED_MAX_STEPS", 4_000)  # too few for the runs left
+    early = replay(sched, arch, plan_work(sched, arch), max_steps=200_000, max_runs=4)
+    monkeypatch.setattr("gpusim.sim.engine.UNTIMED_MAX_STEPS", early.steps + 1)  # too few for the runs left
     gpusim.sim.engine.simulate(sched, arch)
     assert len(calls) == 1
+
+
+def _wait_inside_the_k_loop(sched_text: str, wait_at: str, arrive_at: str) -> str:
+    """The ping-pong GEMM's text with an event cycle deep inside the k-loop of every unit: the math
+    warpgroups wait for event ``deep`` before the k-tile where ``wait_at`` holds, and the producer gives it
+    after the acquire where ``arrive_at`` holds."""
+    producer = (
+        "  producer:\n    warps: 1\n    regs: PRODUCER_REGS\n    program:\n    - tiles: {}\n      do:\n"
+        "      - for: {k: [k_begin, k_end]}\n        do:\n        - acquire: ab\n"
+        f"        - arrive: deep\n          if: {arrive_at}\n"
+        "        - tma_load: {buf: ab, bytes: rows * BK * elem_bytes, operand: A, multicast: CLUSTER_N}\n"
+        "        - tma_load: {buf: ab, bytes: cols * BK * elem_bytes, operand: B}\n"
+    )
+    start, end = sched_text.index("  producer:\n"), sched_text.index("  math:\n")
+    text = sched_text[:start] + producer + sched_text[end:]
+    wait = "          - wait: ab\n"
+    assert text.count(wait) == 1
+    text = text.replace(wait, f"          - wait: {{bar: deep}}\n            if: {wait_at}\n" + wait)
+    return text.replace("barriers:\n", "barriers:\n  deep: {kind: event, count: 1}\n", 1)
+
+
+@pytest.mark.parametrize(
+    ("wait_at", "arrive_at", "deadlocks"),
+    [
+        # the producer's last acquire needs k-tile KT-1-STAGES freed; math, waiting before it consumes
+        # KT-STAGES, has freed only up to KT-STAGES-2
+        ("k == KT - STAGES", "k == k_end - 1", True),
+        # one acquire earlier, the stage it needs is free: no cycle
+        ("k == KT - STAGES", "k == k_end - 2", False),
+    ],
+)
+def test_a_cycle_deep_inside_the_k_loop_is_decided_with_the_loop_jumped(
+    tmp_path: Path, wait_at: str, arrive_at: str, deadlocks: bool
+) -> None:
+    """The replay jumps periods of the k-loop (gpusim/sim/replayloops.py) only while the guards it read
+    keep their values: a cycle a ring's depth before the end of a 2,048-k-tile unit is still found, and its
+    harmless neighbour decided deadlock-free, in a few hundred statements; the simulation agrees."""
+    text = (SCHEDULES / "gemm_ws_pingpong.yaml").read_text().replace("gemm_ws_pingpong", "deep_cycle", 1)
+    path = tmp_path / "deep_cycle.yaml"
+    path.write_text(_wait_inside_the_k_loop(text, wait_at, arrive_at))
+    arch = load_arch("h100")
+    big = _resolve_schedule(str(path), arch, {"M": 1024, "N": 1024, "K": 131072})
+    found = replay(big, arch, plan_work(big, arch))
+    assert found.decided
+    assert (found.deadlock is not None) == deadlocks
+    assert found.steps < 2_000  # 2,048 k-tiles per unit: the loop was jumped
+    if deadlocks:
+        assert "event 'deep' for tile" in found.deadlock and "waiting for an empty stage" in found.deadlock
+    from unittest.mock import patch
+
+    from gpusim.sim.engine import simulate
+
+    small = _resolve_schedule(str(path), arch, {"M": 1024, "N": 1024, "K": 2048})
+    with patch("gpusim.schedule.check.check_balance"), patch("gpusim.sim.engine.check_untimed"):
+        if deadlocks:
+            with pytest.raises(DeadlockError):
+                simulate(small, arch)
+        else:
+            simulate(small, arch)
+
+
+@pytest.mark.parametrize(
+    ("name", "arch_id"),
+    [("gemm_ws_pingpong", "h100"), ("gemm_sync", "v100"), ("gemm_tcgen05", "b200")],
+)  # a turnstile ping-pong; __syncthreads phases; a CTA pair's two producers on one ring
+def test_loop_jumps_make_the_replay_independent_of_k(name: str, arch_id: str) -> None:
+    """A unit's k-loop is jumped: the replay of a shipped GEMM runs about as many statements at K = 65536
+    as at K = 4096, and decides the same way as a replay without loop jumps."""
+    from unittest.mock import patch
+
+    arch = load_arch(arch_id)
+    steps = {}
+    for k in (4096, 65536):
+        sched = _resolve_schedule(name, arch, {"M": 4096, "N": 4096, "K": k})
+        found = replay(sched, arch, plan_work(sched, arch))
+        assert found.decided and found.deadlock is None
+        steps[k] = found.steps
+    assert steps[65536] <= steps[4096] + 200
+    sched = _resolve_schedule(name, arch, {"M": 4096, "N": 4096, "K": 4096})
+    with patch("gpusim.sim.untimed.LoopPeriods.after_sweep"):
+        unjumped = replay(sched, arch, plan_work(sched, arch))
+    assert unjumped.decided and unjumped.deadlock is None and unjumped.steps > 2 * steps[4096]

@@ -28,7 +28,8 @@ cursor offsets, loop variables; rings must be empty). A summary equal to that of
 (with ``h = h'`` modulo the tile filters' periods) whose units ``h' .. h`` repeat, by what the programs
 read of them, in the units that follow, is a period: the state after any number of such periods is the
 same up to a shift of ring positions and tile ordinals, so the replay jumps them. A deadlock at the end
-of a kernel of any size is thus found after a few units per distinct slot.
+of a kernel of any size is thus found after a few units per distinct slot. Inside a unit, periods of the
+loops (k-tiles) are jumped the same way (gpusim/sim/replayloops.py).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from gpusim.arch import Arch
 from gpusim.errors import DeadlockError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import Stmt, statement_exprs, walk
+from gpusim.sim.replayloops import LoopPeriods, visits
 from gpusim.sim.scheduler import ClusterUnit, SlotUnits, WorkPlan
 from gpusim.sim.unitclasses import UnitClasses
 
@@ -92,11 +94,16 @@ class _Game:
         self.arch = arch
         self.steps = 0
         self.max_steps = max_steps
-        self.ats: dict[int, tuple[tuple[str, Any], ...]] = {}
+        self.ats: dict[int, tuple[tuple[str, Any, bool], ...]] = {}
         self.fills: dict[tuple[int, int], tuple[Stmt, ...]] = {}
         self.memo: dict[tuple, Any] = {}
-        self.names: dict[Any, tuple[str, ...]] = {}
+        self.names: dict[Any, tuple[tuple[str, ...], bool]] = {}
         self.relevant = replayed_statements(sched)
+        self.loop_names = frozenset(s.args.var for role in sched.roles.values() for s, _ in walk(role.program)
+                                    if s.op == "for")  # fmt: skip
+        self.record: dict[tuple, tuple] | None = None
+        """While a run looks for loop periods: every evaluation of an expression reading a loop variable,
+        by memo key (checked again at the counters a jump skips to)."""
         self.loop_vars = {
             role.name: _stale_reads(role.program, self.relevant) for role in sched.roles.values()
         }
@@ -114,11 +121,15 @@ class _Game:
             for role in sched.roles.values()
         }
 
-    def at_of(self, stmt: Stmt) -> tuple[tuple[str, Any], ...]:
-        """A statement's ``at:`` entries."""
+    def at_of(self, stmt: Stmt) -> tuple[tuple[str, Any, bool], ...]:
+        """A statement's ``at:`` entries: (name, expression, whether it is that name plus a constant, so
+        that it moves with the name when a loop jump moves it)."""
         got = self.ats.get(id(stmt))
         if got is None:
-            got = self.ats[id(stmt)] = tuple((getattr(stmt.args, "at", None) or {}).items())
+            got = self.ats[id(stmt)] = tuple(
+                (key, expr, _name_offset(expr.text, key) is not None)
+                for key, expr in (getattr(stmt.args, "at", None) or {}).items()
+            )
         return got
 
     def fills_after(self, stmts: tuple[Stmt, ...], i: int) -> tuple[Stmt, ...]:
@@ -137,23 +148,32 @@ class _Game:
         return got
 
     def eval(self, expr: Any, vars_: dict[str, Any], stmt: Stmt, kind: Any = None) -> Any:
-        names = self.names.get(expr)
-        if names is None:
-            names = self.names[expr] = tuple(sorted(expr.names))
+        cached = self.names.get(expr)
+        if cached is None:
+            names = tuple(sorted(expr.names))
+            cached = self.names[expr] = (names, not self.loop_names.isdisjoint(names))
+        names, reads_loop = cached
         get = vars_.get
-        key = (kind, expr, *[get(n) for n in names])
+        values = tuple([get(n) for n in names])
+        key = (kind, expr, *values)
         value = self.memo.get(key, _MISSING)
         if value is _MISSING:
-            if kind is None:
-                value = expr(vars_, where=stmt.where)
-            elif kind == "size":
-                value = stmt.size(expr, vars_)
-            else:
-                value = stmt.count(expr, vars_, minimum=kind[0], whole=kind[1])
+            value = self.evaluate(expr, vars_, stmt, kind)
             if len(self.memo) > 65_536:
                 self.memo.clear()
             self.memo[key] = value
+        if reads_loop and self.record is not None:
+            self.record[key] = (expr, stmt, kind, names, values, value)
         return value
+
+    @staticmethod
+    def evaluate(expr: Any, vars_: dict[str, Any], stmt: Stmt, kind: Any = None) -> Any:
+        """Evaluate ``expr`` as ``kind`` says (None: a value, ``size``: a size, (minimum, whole): a count)."""
+        if kind is None:
+            return expr(vars_, where=stmt.where)
+        if kind == "size":
+            return stmt.size(expr, vars_)
+        return stmt.count(expr, vars_, minimum=kind[0], whole=kind[1])
 
 
 # ---- the simulator's synchronisation objects, without time ---------------------------------------------
@@ -185,6 +205,7 @@ class _Ring:
         self.freed_keysets: set[tuple[str, ...]] = set()
         self.cursors: list[list[Any]] = []
         """[position, current stage or None] of every producer replica."""
+        self.loops: LoopPeriods | None = None
 
     def expected_of(self, tag: dict[str, Any]) -> int:
         tile = tag.get("tile", 0)
@@ -259,6 +280,8 @@ class _Ring:
             self.credits.pop(key, None)  # type: ignore[arg-type]
             self.freed_keys.add(key)  # type: ignore[arg-type]
             self.freed_keysets.add(tuple(k for k, _ in key))  # type: ignore[union-attr]
+            if self.loops is not None:
+                self.loops.freed_stage(self, key)  # type: ignore[arg-type]
             self.full[index] = False
             self.open_gen[index] = -1
             self.tag[index] = self.key[index] = None
@@ -403,6 +426,13 @@ class _Run:
         for role in sched.roles.values():
             for replica in range(role.replicas):
                 self.every = math.lcm(self.every, _tile_filter(sched, role.name, replica)[0])
+        self.epoch = 0
+        """Loop jumps so far: a role blocked across one recomputes its stage tag."""
+        self.loops: LoopPeriods | None = None
+        if game.loop_names and not any(cta.chunks for cta in self.ctas):
+            self.loops = LoopPeriods(self)
+            for ring in self.rings:
+                ring.loops = self.loops
 
     def _link_multicast(self, multicast: dict[str, dict[str, int]]) -> None:
         sched = self.game.sched
@@ -448,25 +478,33 @@ class _Run:
         units = len(self.ctas[0].units)
         for runner in self.runners:
             runner.start()
-        while True:
-            moved = True
-            while moved:
-                moved = False
-                for runner in self.runners:
-                    if runner.gen is not None and runner.advance():
-                        moved = True
-            live = [r for r in self.runners if r.gen is not None]
-            if not live:
-                return []
-            at_cut = [r for r in live if r.boundary == self.horizon]
-            if not at_cut:
-                if self.inexact or any(n.used and not n.exact for c in self.ctas
-                                       for n in [*c.named.values(), c.syncthreads] if n is not None):  # fmt: skip
-                    raise _GiveUp
-                return live
-            if len(at_cut) == len(live):
-                self._cut(seen, units)
-            self.horizon += 1
+        loops = self.loops
+        try:
+            while True:
+                moved = True
+                while moved:
+                    moved = False
+                    for runner in self.runners:
+                        if runner.gen is not None and runner.advance():
+                            moved = True
+                    if moved and loops is not None:
+                        loops.after_sweep()
+                live = [r for r in self.runners if r.gen is not None]
+                if not live:
+                    return []
+                at_cut = [r for r in live if r.boundary == self.horizon]
+                if not at_cut:
+                    if self.inexact or any(n.used and not n.exact for c in self.ctas
+                                           for n in [*c.named.values(), c.syncthreads] if n is not None):  # fmt: skip
+                        raise _GiveUp
+                    return live
+                if len(at_cut) == len(live):
+                    self._cut(seen, units)
+                self.horizon += 1
+                if loops is not None:
+                    loops.reset()
+        finally:
+            self.game.record = None
 
     def _cut(self, seen: dict[tuple, tuple[int, list[int]]], units: int) -> None:
         """Every live role waits at the start of unit ``horizon``: remember the state, jump whole periods."""
@@ -502,7 +540,7 @@ class _Run:
                 continue
             new = p1 + shift
             for i in range(ring.n):
-                ring.freed[i] += _visits(new, i, ring.n) - _visits(p1, i, ring.n)
+                ring.freed[i] += visits(new, i, ring.n) - visits(p1, i, ring.n)
             for cursor in ring.cursors:
                 cursor[0] += shift
                 if cursor[1] is not None:
@@ -572,7 +610,7 @@ def _event_tile_window(sched: Schedule, relevant: set[int]) -> int | None:
             for expr in statement_exprs(stmt):
                 if "tile" not in expr.names:
                     continue
-                offset = _tile_offset(expr.text)
+                offset = _name_offset(expr.text, "tile")
                 on_event = stmt.op in ("wait", "arrive") and getattr(stmt.args, "bar", None) is not None
                 if offset is None or expr is stmt.guard or not on_event:
                     return None
@@ -580,8 +618,8 @@ def _event_tile_window(sched: Schedule, relevant: set[int]) -> int | None:
     return window
 
 
-def _tile_offset(text: str) -> int | None:
-    """``c`` when ``text`` is ``tile``, ``tile + c``, ``tile - c`` or ``c + tile`` for an integer ``c``."""
+def _name_offset(text: str, name: str) -> int | None:
+    """``c`` when ``text`` is ``name``, ``name + c``, ``name - c`` or ``c + name`` for an integer ``c``."""
     import ast
 
     try:
@@ -589,26 +627,21 @@ def _tile_offset(text: str) -> int | None:
     except SyntaxError:
         return None
 
-    def is_tile(node: ast.AST) -> bool:
-        return isinstance(node, ast.Name) and node.id == "tile"
+    def is_name(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id == name
 
     def constant(node: ast.AST) -> int | None:
         ok = isinstance(node, ast.Constant) and type(node.value) is int
         return node.value if ok else None  # type: ignore[union-attr]
 
-    if is_tile(tree):
+    if is_name(tree):
         return 0
     if isinstance(tree, ast.BinOp) and isinstance(tree.op, (ast.Add, ast.Sub)):
-        if is_tile(tree.left) and (c := constant(tree.right)) is not None:
+        if is_name(tree.left) and (c := constant(tree.right)) is not None:
             return c if isinstance(tree.op, ast.Add) else -c
-        if isinstance(tree.op, ast.Add) and is_tile(tree.right) and (c := constant(tree.left)) is not None:
+        if isinstance(tree.op, ast.Add) and is_name(tree.right) and (c := constant(tree.left)) is not None:
             return c
     return None
-
-
-def _visits(position: int, index: int, stages: int) -> int:
-    """How many of the positions ``0 .. position - 1`` fall on ring slot ``index``."""
-    return max(0, (position - index + stages - 1) // stages)
 
 
 class _Runner:
@@ -622,6 +655,12 @@ class _Runner:
         self.replica = replica
         self.vars: dict[str, Any] = {**run.game.sched.env, "r": replica, "cta_rank": cta.rank}
         self.loop: dict[str, Any] = {}
+        self.frames: list[list[Any]] = []
+        """[statement, variable, value, stop] of each ``for`` it is in (a loop jump moves the value)."""
+        self.site: Any = None
+        self.awaiting: tuple[_Named, int] | None = None
+        """The named barrier it waits at and the phase it waits to complete (a loop jump moves both)."""
+        """Where it stands: the statement it runs, or (the tile loop, unit) at a unit's start."""
         self.held: dict[str, list[int]] = {}
         self.cursors: dict[str, list[Any]] = {}
         for stmt, _ in walk(role.program):
@@ -679,6 +718,7 @@ class _Runner:
             if stmt.guard is not None and not game.eval(stmt.guard, self.vars, stmt):
                 continue
             op = stmt.op
+            self.site = id(stmt)
             if op == "for":
                 yield from self._for(stmt)
             elif op == "tiles":
@@ -696,12 +736,14 @@ class _Runner:
         args = stmt.args
         start = self._count(args.start, stmt, -math.inf, True)
         stop = self._count(args.stop, stmt, -math.inf, True)
-        value = start
-        while value < stop:
-            self.vars[args.var] = value
-            self.loop[args.var] = value
+        frame = [id(stmt), args.var, start, stop]
+        self.frames.append(frame)
+        while frame[2] < stop:
+            self.vars[args.var] = frame[2]
+            self.loop[args.var] = frame[2]
             yield from self._block(stmt.body)
-            value += 1
+            frame[2] += 1
+        self.frames.pop()
         self.loop.pop(args.var, None)
 
     def _tiles(self, stmt: Stmt) -> Generator[None, None, None]:
@@ -714,6 +756,7 @@ class _Runner:
             if ordinal >= self.run.horizon:
                 self.boundary = ordinal
                 self.blocked_on = f"{stmt.where} (the start of work unit {ordinal})"
+                self.site = (id(stmt), ordinal)
                 while ordinal >= self.run.horizon:
                     yield
                 self.game.steps += 1
@@ -744,9 +787,14 @@ class _Runner:
 
     def _context(self, stmt: Stmt) -> dict[str, Any]:
         ctx = dict(self.loop)
-        at = self.game.at_of(stmt)
-        for key, expr in at:
-            ctx[key] = expr(self.vars, where=stmt.where)
+        game = self.game
+        for key, expr, moves in game.at_of(stmt):
+            if moves:
+                ctx[key] = expr(self.vars, where=stmt.where)
+            else:  # a loop jump must keep its value, and may not move ``key``
+                ctx[key] = game.eval(expr, self.vars, stmt)
+                if game.record is not None:
+                    game.record[("at", key)] = ()
         return ctx
 
     # ---- ops -----------------------------------------------------------------------------------------------
@@ -763,9 +811,12 @@ class _Runner:
                 if later.guard is None or self._eval(later.guard, later):
                     expect += self._size(later.args.bytes, later)
         ctx = self._context(stmt)
+        epoch = self.run.epoch
         while not ring.try_open(cursor, ctx, expect, self.run):
             self.blocked_on = f"{stmt.where} (acquire '{buf}': waiting for an empty stage)"
             yield
+            if epoch != self.run.epoch:  # a loop jump moved the counters this stage is tagged with
+                ctx, epoch = self._context(stmt), self.run.epoch
         self.game.steps += 1
 
     def _commit(self, stmt: Stmt, *_: Any) -> Generator[None, None, None]:
@@ -806,6 +857,7 @@ class _Runner:
         ring = self.cta.rings.get(buf)
         if ring is None:
             raise _GiveUp
+        epoch = self.run.epoch
         while True:
             index = ring.find(ctx, self.run)
             if index is not None:
@@ -814,6 +866,8 @@ class _Runner:
                 return
             self.blocked_on = f"{stmt.where} (waiting for {ring.describe(ctx)})"
             yield
+            if epoch != self.run.epoch:
+                ctx, epoch = self._context(stmt), self.run.epoch
 
     def _release(self, stmt: Stmt, *_: Any) -> Generator[None, None, None]:
         buf = stmt.args.buf
@@ -853,10 +907,11 @@ class _Runner:
         yield from self._phase(self.cta.syncthreads, stmt, "__syncthreads")
 
     def _phase(self, barrier: _Named, stmt: Stmt, what: str) -> Generator[None, None, None]:
-        phase = barrier.arrive(self.role.warps)
-        while barrier.phase <= phase:
+        self.awaiting = (barrier, barrier.arrive(self.role.warps))
+        while barrier.phase <= self.awaiting[1]:
             self.blocked_on = f"{stmt.where} ({what}: {barrier.arrived} of {barrier.warps} warps arrived)"
             yield
+        self.awaiting = None
         self.game.steps += 1
 
     def _tma_load(self, stmt: Stmt, *_: Any) -> Generator[None, None, None]:
