@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpusim.sim.piecewise import IntervalEval, Linear, first_change
+
 _MAX_MARKS = 64
 """Summaries kept per unit (the oldest are forgotten; a period longer than this is not found)."""
 
@@ -118,7 +120,7 @@ class LoopPeriods:
                 if key[1] in moving:
                     return False
                 continue
-            periods = _holds(entry, delta, periods, self.run.game)
+            periods = _holds(entry, delta, periods)
             if periods < 1:
                 return False
         freed = [(ring, key) for sweep, ring, key in self.freed if sweep > since]
@@ -203,26 +205,34 @@ def _position(ring: Any, index: int) -> int:
     return ring.open_gen[index] * ring.n + index
 
 
-def _shifted(values: tuple, names: tuple[str, ...], delta: dict[str, int], times: int) -> dict[str, Any]:
-    return {
-        name: value + times * delta[name] if delta.get(name) and type(value) is int else value
-        for name, value in zip(names, values, strict=True)
-    }
-
-
-def _holds(entry: tuple, delta: dict[str, int], periods: int, game: Any) -> int:
-    """How many of the next ``periods`` periods give the recorded evaluation its recorded value."""
-    expr, stmt, kind, names, values, value = entry
-    if not any(delta.get(name) for name in names):
+def _holds(entry: tuple, delta: dict[str, int], periods: int) -> int:
+    """How many of the next ``periods`` periods give the recorded evaluation its recorded value: proved
+    by interval arithmetic where it can be (gpusim/sim/piecewise.py), else evaluated period by period."""
+    expr, stmt, _kind, names, values, _value = entry
+    moving = [(name, value, delta[name]) for name, value in zip(names, values, strict=True)
+              if delta.get(name) and type(value) is int]  # fmt: skip
+    if not moving:
         return periods
-    for times in range(1, periods + 1):
-        try:
-            got = game.evaluate(expr, _shifted(values, names, delta, times), stmt, kind)
-        except Exception:  # an error where the period read a value: the period does not hold there
-            return times - 1
-        if got != value or type(got) is not type(value):
-            return times - 1
-    return periods
+    env = dict(zip(names, values, strict=True))
+    try:  # the raw value: where it stays, the size or count made of it stays too
+        target = expr(env, where=stmt.where)
+    except Exception:
+        return 0
+    try:
+        bounds: IntervalEval | None = IntervalEval(
+            expr, "\0periods", env, {name: Linear(value, step) for name, value, step in moving}
+        )
+    except (SyntaxError, AttributeError):
+        bounds = None
+    point = dict(env)
+
+    def value_at(times: int) -> Any:
+        for name, value, step in moving:
+            point[name] = value + times * step
+        return expr(point, where=stmt.where)
+
+    changed = first_change(bounds, value_at, target, 1, periods)
+    return periods if changed is None else changed - 1
 
 
 def _apply(
