@@ -29,6 +29,12 @@ MECHANISMS: dict[str, str] = {
     "pipe_coupling": "CUDA-core/SFU work holds the tensor core of its sub-partitions for (1 - "
     "calibration.tensor_cuda_overlap) of its time (engine-fidelity G1; needs shared_tensor); off, or at the "
     "datasheet overlap of 1, the two overlap for free",
+    "smem_fills": "TMA and cp.async landings (in every CTA a multicast reaches) and TMA-store reads take "
+    "the SM's shared-memory bandwidth that lds/sts use (engine-fidelity G3); off: they have their own path",
+    "smem_operands": "the tensor core's shared-memory operand reads take that bandwidth too (wgmma and "
+    "tcgen05: A when it is read from shared memory, B always, B again for each m64 wgmma; a 2-CTA MMA "
+    "half of each on each CTA), and an MMA ends no sooner than its reads (engine-fidelity G3; refuted on "
+    "Hopper by DeepGEMM's measured FP8 throughput, docs/accuracy.md); off: the operand path is free",
 }
 """Every switchable mechanism with one line on what it does."""
 

@@ -294,6 +294,8 @@ def test_ablate_switches_each_mechanism_off_where_it_is_in_effect(tmp_path: Path
         "pipe_coupling": {"rows": 0, "carried_over": 0},
         "power": {"rows": 1, "carried_over": 0},
         "shared_tensor": {"rows": 2, "carried_over": 0},
+        "smem_fills": {"rows": 0, "carried_over": 0},
+        "smem_operands": {"rows": 0, "carried_over": 0},
     }
     text = report.read_text()
     assert "--markdown docs/accuracy.md --ablate`" in text.replace(str(report), "docs/accuracy.md")

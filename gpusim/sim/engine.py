@@ -346,7 +346,9 @@ def simulate(
     if shared_tensor_core is None:
         shared_tensor_core = "shared_tensor" in mechanisms_of(arch)
     rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core,
-                            pipe_coupling="pipe_coupling" in mechanisms_of(arch))  # fmt: skip
+                            pipe_coupling="pipe_coupling" in mechanisms_of(arch),
+                            smem_fills="smem_fills" in mechanisms_of(arch),
+                            smem_operands="smem_operands" in mechanisms_of(arch))  # fmt: skip
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record:

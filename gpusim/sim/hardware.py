@@ -67,9 +67,15 @@ class Rates:
     """Fraction of a CUDA-core/SFU op's time that it holds the tensor core of its sub-partitions
     (1 - the calibration's ``tensor_cuda_overlap``; the ``pipe_coupling`` mechanism, G1): 0 overlaps
     for free, 1 serialises. Used with the shared tensor core only."""
+    smem_fills: bool = False
+    """Fills and TMA-store reads take shared-memory bandwidth on the ``lsu`` server with lds/sts (the
+    ``smem_fills`` mechanism, G3)."""
+    smem_operands: bool = False
+    """The tensor core's shared-memory operand reads do too (the ``smem_operands`` mechanism, G3)."""
 
     @classmethod
-    def from_arch(cls, arch: Arch, *, shared_tensor_core: bool = False, pipe_coupling: bool = False) -> Rates:
+    def from_arch(cls, arch: Arch, *, shared_tensor_core: bool = False, pipe_coupling: bool = False,
+                  smem_fills: bool = False, smem_operands: bool = False) -> Rates:  # fmt: skip
         """Rates at the sustained clock, with the calibration block's efficiencies and fractions."""
         cal = arch.calibration
         ghz = arch.sustained_clock_mhz / 1000
@@ -98,6 +104,8 @@ class Rates:
             tensor_cuda_coupling=1.0 - cal.tensor_cuda_overlap
             if pipe_coupling and shared_tensor_core
             else 0.0,
+            smem_fills=smem_fills,
+            smem_operands=smem_operands,
         )
 
     def mma_flops_per_ns(self, unit: str, dtype: str, where: str) -> float:
@@ -208,15 +216,39 @@ class SimSM:
         """lds/sts: shared-memory bytes through the LSU at the SM's shared-memory bandwidth."""
         return self.servers["lsu"].serve(nbytes / self.rates.smem_bytes_per_ns, label=label)
 
+    def smem_charge(self, nbytes: float, label: str, operands: bool = False) -> float:
+        """With the ``smem_fills`` mechanism (``smem_operands`` for the tensor core's ``operands``): book
+        ``nbytes`` of shared-memory traffic that nothing waits on by itself (a fill landing, a TMA store
+        reading its tile) on the LSU; returns when it ends."""
+        if nbytes <= 0 or not (self.rates.smem_operands if operands else self.rates.smem_fills):
+            return self.env.now
+        return self.servers["lsu"].reserve(nbytes / self.rates.smem_bytes_per_ns, label=label)[1]
+
     def tmem_access(self, nbytes: float, label: str) -> simpy.Event:
         """tcgen05.ld/st: bytes through the TMEM datapath."""
         return self.servers["tmem"].serve(nbytes / self.rates.tmem_bytes_per_ns, label=label)
 
     def mma(self, unit: str, dtype: str, mnk: tuple[float, float, float], *, warps: int, cta_group: int,
-            pair: list[SimSM], label: str, where: str, owner: str = "") -> tuple[simpy.Event, bool]:  # fmt: skip
+            pair: list[SimSM], label: str, where: str, owner: str = "",
+            operand_bytes: float = 0.0) -> tuple[simpy.Event, bool]:  # fmt: skip
         """Book one MMA on the tensor core(s); returns (event, synchronous): mma.sync blocks its warps
         until the result is there, wgmma/tcgen05 return at once and complete through the event.
-        ``owner`` names the issuer (its groups run in order on a shared tensor core)."""
+        ``owner`` names the issuer (its groups run in order on a shared tensor core). ``operand_bytes``:
+        what the tensor core reads from shared memory (on each SM of a pair for ``cta_group`` 2); with
+        the ``smem_operands`` mechanism they take the LSU, and the MMA ends no sooner than they do."""
+        event, synchronous = self._mma(unit, dtype, mnk, warps=warps, cta_group=cta_group, pair=pair,
+                                       label=label, where=where, owner=owner)  # fmt: skip
+        if operand_bytes <= 0 or not self.rates.smem_operands:
+            return event, synchronous
+        sms = pair if cta_group == 2 and len(pair) == 2 else [self]
+        reads_end = max(sm.smem_charge(operand_bytes, "mma operands", operands=True) for sm in sms)
+        now = self.env.now
+        if reads_end <= now:
+            return event, synchronous
+        return self.env.all_of([event, self.env.timeout(reads_end - now)]), synchronous
+
+    def _mma(self, unit: str, dtype: str, mnk: tuple[float, float, float], *, warps: int, cta_group: int,
+             pair: list[SimSM], label: str, where: str, owner: str) -> tuple[simpy.Event, bool]:  # fmt: skip
         m, n, k = mnk
         flops = 2.0 * m * n * k
         rate = self.rates.mma_flops_per_ns(unit, dtype, where)
