@@ -7,7 +7,7 @@ import pytest
 
 import gpusim
 from gpusim.mechanisms import DEFAULT_ON, MECHANISMS
-from gpusim.sim.interp import mma_operand_bytes
+from gpusim.sim.hardware import mma_operand_bytes
 
 GEMM = {"M": 2048, "N": 2048, "K": 2048}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import simpy
 
 from gpusim.arch import Arch
+from gpusim.dtypes import bytes_per_element
 from gpusim.errors import ScheduleRefused
 from gpusim.sim.memory import FlowNetwork, Port, Transfer
 from gpusim.sim.servers import COUPLING_LABEL, FifoServer, SharedTensorCore
@@ -230,15 +232,19 @@ class SimSM:
 
     def mma(self, unit: str, dtype: str, mnk: tuple[float, float, float], *, warps: int, cta_group: int,
             pair: list[SimSM], label: str, where: str, owner: str = "",
-            operand_bytes: float = 0.0) -> tuple[simpy.Event, bool]:  # fmt: skip
+            a_space: str | None = None) -> tuple[simpy.Event, bool]:  # fmt: skip
         """Book one MMA on the tensor core(s); returns (event, synchronous): mma.sync blocks its warps
         until the result is there, wgmma/tcgen05 return at once and complete through the event.
-        ``owner`` names the issuer (its groups run in order on a shared tensor core). ``operand_bytes``:
-        what the tensor core reads from shared memory (on each SM of a pair for ``cta_group`` 2); with
-        the ``smem_operands`` mechanism they take the LSU, and the MMA ends no sooner than they do."""
+        ``owner`` names the issuer (its groups run in order on a shared tensor core). ``a_space``: where A
+        is read from (None: the unit's default); with the ``smem_operands`` mechanism the bytes the tensor
+        core reads from shared memory (:func:`mma_operand_bytes`) take the LSU, and the MMA ends no
+        sooner than they do."""
         event, synchronous = self._mma(unit, dtype, mnk, warps=warps, cta_group=cta_group, pair=pair,
                                        label=label, where=where, owner=owner)  # fmt: skip
-        if operand_bytes <= 0 or not self.rates.smem_operands:
+        if not self.rates.smem_operands:
+            return event, synchronous
+        operand_bytes = mma_operand_bytes(unit, mnk, a_space, dtype, cta_group)
+        if operand_bytes <= 0:
             return event, synchronous
         sms = pair if cta_group == 2 and len(pair) == 2 else [self]
         reads_end = max(sm.smem_charge(operand_bytes, "mma operands", operands=True) for sm in sms)
@@ -333,3 +339,19 @@ class SimSM:
             core = servers["tensor"]
             core.submit(r.tensor_cuda_coupling * longest, owner, COUPLING_LABEL, cap=used / smsps)  # type: ignore[union-attr]
         return self.env.timeout(end - self.env.now)
+
+
+def mma_operand_bytes(unit: str, mnk: tuple[float, float, float], a_space: str | None, dtype: str,
+                      cta_group: int) -> float:  # fmt: skip
+    """Bytes the tensor core reads from shared memory for one ``mma`` (on each CTA of a pair for
+    ``cta_group`` 2): mma.sync reads registers (its fragments come through ldmatrix, an ``lds``); wgmma
+    and tcgen05 read B from shared memory, and A unless it comes from registers or TMEM. A wgmma
+    instruction covers 64 rows, so B is read once per 64 rows; a tcgen05 instruction covers the op's
+    rows (a pair's 256 as two halves of 128, each CTA reading its half of A and of B)."""
+    if unit == "mma_sync":
+        return 0.0
+    m, n, k = mnk
+    elem = bytes_per_element(dtype)
+    a_bytes = m * k * elem if a_space in (None, "smem") else 0.0
+    b_bytes = n * k * elem * (math.ceil(m / 64) if unit == "wgmma" else 1)
+    return (a_bytes + b_bytes) / (2 if cta_group == 2 else 1)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from gpusim.dtypes import bytes_per_element
 from gpusim.errors import InputError
 from gpusim.schedule.program import Stmt
 from gpusim.sim.hardware import warps_per_smsp
@@ -575,34 +574,15 @@ def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     dtype = rr.cta.sched.mma_dtype(args.dtype, rr.vars)
     cta_group = 1 if args.cta_group is None else rr.count(stmt, args.cta_group, minimum=1)
     label = stmt.label or f"{unit} {int(m)}x{int(n)}x{int(k)}"
-    operand_bytes = (
-        mma_operand_bytes(unit, (m, n, k), args.a, dtype, cta_group) if rr.sm.rates.smem_operands else 0.0
-    )
     event, synchronous = rr.sm.mma(unit, dtype, (m, n, k), warps=rr.warps, cta_group=cta_group,
                                    pair=rr.cta.pair, label=label, where=stmt.where,
-                                   owner=f"{rr.cta.first_warp}:{rr.name}", operand_bytes=operand_bytes)  # fmt: skip
+                                   owner=f"{rr.cta.first_warp}:{rr.name}", a_space=args.a)  # fmt: skip
     if synchronous:
         return event
     if unit == "wgmma":
         rr.queue("wgmma").append(event)
     rr.last_mma = event
     return None
-
-
-def mma_operand_bytes(unit: str, mnk: tuple[float, float, float], a_space: str | None, dtype: str,
-                      cta_group: int) -> float:  # fmt: skip
-    """Bytes the tensor core reads from shared memory for one ``mma`` (on each CTA of a pair for
-    ``cta_group`` 2): mma.sync reads registers (its fragments come through ldmatrix, an ``lds``); wgmma
-    and tcgen05 read B from shared memory, and A unless it comes from registers or TMEM. A wgmma
-    instruction covers 64 rows, so B is read once per 64 rows; a tcgen05 instruction covers the op's
-    rows (a pair's 256 as two halves of 128, each CTA reading its half of A and of B)."""
-    if unit == "mma_sync":
-        return 0.0
-    m, n, k = mnk
-    elem = bytes_per_element(dtype)
-    a_bytes = m * k * elem if a_space in (None, "smem") else 0.0
-    b_bytes = n * k * elem * (math.ceil(m / 64) if unit == "wgmma" else 1)
-    return (a_bytes + b_bytes) / (2 if cta_group == 2 else 1)
 
 
 def _tmem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
