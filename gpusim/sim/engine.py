@@ -111,9 +111,10 @@ def _operand_multicast(multicasts: dict[str, dict[str, int]]) -> dict[str, int]:
 
 class _Builder:
     def __init__(self, sched: Schedule, arch: Arch, env: simpy.Environment, net: FlowNetwork, rates: Rates,
-                 miss: list[dict[str, float]], record: bool) -> None:  # fmt: skip
+                 miss: list[dict[str, float]], record: bool, dynamic_names: frozenset[str]) -> None:  # fmt: skip
         self.sched, self.arch, self.env, self.net, self.rates, self.miss, self.record = (
             sched, arch, env, net, rates, miss, record)  # fmt: skip
+        self.dynamic_names = dynamic_names
         self.sms: list[SimSM] = []
         self.runners: list[RoleRunner] = []
         self.rings: list[StageRing] = []
@@ -168,6 +169,7 @@ class _Builder:
                 miss=self.miss,
                 memo=self.memo,
                 first_warp=first_warp,
+                dynamic_names=self.dynamic_names,
             )
             if pair:
                 base = rank - rank % 2
@@ -353,9 +355,10 @@ def simulate(
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record:
         net.hbm_rate_samples, net.l2_rate_samples, net.read_rate_samples = [], [], []
-    builder = _Builder(sched, arch, env, net, rates, miss, record)
+    dynamic = _dynamic_names(sched, plan)
+    builder = _Builder(sched, arch, env, net, rates, miss, record, dynamic)
     if not exact:
-        builder.ff = FastForward(env, net, builder.sms, builder.rings, dynamic_names=_dynamic_names(sched, plan),
+        builder.ff = FastForward(env, net, builder.sms, builder.rings, dynamic_names=dynamic,
                                  unit_fields=plan.unit_keys)  # fmt: skip
     for group in plan.groups:
         builder.build_group(group)

@@ -222,6 +222,8 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "pc",
             "op_start_ns",
             "ff",
+            "constants",
+            "varying",
         }
     ),
     Cta: frozenset(
@@ -245,6 +247,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "outstanding",
             "operand_multicast",
             "memo",
+            "dynamic_names",
         }
     ),
     NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),

@@ -59,6 +59,10 @@ class Cta:
     simulation; a cache, not state: expressions are pure)."""
     first_warp: int = 0
     """The SM warp slot of this CTA's first warp (CTA position on the SM x warps per CTA)."""
+    dynamic_names: frozenset[str] | None = None
+    """The names whose values change as roles run (loop variables, ``tile``, the units' fields): an
+    expression that reads none of them has one value per role replica, kept without a memo key
+    (None: every expression goes through the memo)."""
 
     def miss_fraction(self, operand: str | None, tile: int) -> float:
         """Fraction of an operand's bytes that come from HBM in this tile's wave."""
@@ -125,7 +129,12 @@ class RoleRunner:
         self.op_start_ns = 0.0
         self.ff: Any = None
         """The fast-forward controller (gpusim.sim.fastforward), or None in an exact run."""
-        """(start ns, end ns, label) of every op the role spent time in, when recording a trace."""
+        self.constants: dict[Any, Any] = {}
+        """Values of the expressions that read no dynamic name (``Cta.dynamic_names``), by expression
+        (``size``: by ("size", expression); counts by (minimum, whole, expression)): constant for this
+        replica (a cache, not state)."""
+        self.varying: set[Any] = set()
+        """The expressions that read a dynamic name (evaluated through the memo every time)."""
 
     # ---- driver -----------------------------------------------------------------------------------
 
@@ -177,37 +186,66 @@ class RoleRunner:
         get = self.vars.get
         return (kind, expr, *[get(n) for n in names])
 
+    def _keep(self, key: Any, expr: Any, value: Any) -> bool:
+        """Keep a value of ``expr`` under ``key`` if it cannot change (it reads no dynamic name); whether
+        it was kept."""
+        if expr in self.varying:
+            return False
+        dynamic = self.cta.dynamic_names
+        if dynamic is None or not expr.names.isdisjoint(dynamic):
+            self.varying.add(expr)
+            return False
+        self.constants[key] = value
+        return True
+
     def _eval(self, expr: Any, stmt: Stmt) -> Any:
+        value = self.constants.get(expr, _MISSING)
+        if value is not _MISSING:
+            return value
         memo = self.cta.memo
         key = self._key(None, expr)
         value = memo.get(key, _MISSING)
         if value is _MISSING:
             value = expr(self.vars, where=stmt.where)
             _remember(memo, key, value)
+        if self._keep(expr, expr, value):
+            return value  # the fast-forward records only reads of dynamic names
         if self.ff is not None:
             self.ff.observe(self, expr, value)
         return value
 
     def count(self, stmt: Stmt, expr: Any, minimum: float = 0, whole: bool = True) -> int:
         """``stmt.count`` of ``expr`` in this role's variables (told to the fast-forward)."""
+        constant = (minimum, whole, expr)
+        value = self.constants.get(constant, _MISSING)
+        if value is not _MISSING:
+            return value
         memo = self.cta.memo
         key = self._key((minimum, whole), expr)
         value = memo.get(key, _MISSING)
         if value is _MISSING:
             value = stmt.count(expr, self.vars, minimum=minimum, whole=whole)
             _remember(memo, key, value)
+        if self._keep(constant, expr, value):
+            return value
         if self.ff is not None:
             self.ff.observe(self, expr, value)
         return value
 
     def size(self, stmt: Stmt, expr: Any) -> float:
         """``stmt.size`` of ``expr`` in this role's variables (told to the fast-forward)."""
+        constant = ("size", expr)
+        value = self.constants.get(constant, _MISSING)
+        if value is not _MISSING:
+            return value
         memo = self.cta.memo
         key = self._key("size", expr)
         value = memo.get(key, _MISSING)
         if value is _MISSING:
             value = stmt.size(expr, self.vars)
             _remember(memo, key, value)
+        if self._keep(constant, expr, value):
+            return value
         if self.ff is not None:
             self.ff.observe(self, expr, value)
         return value
