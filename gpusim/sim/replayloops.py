@@ -43,8 +43,8 @@ def tag_key(tag: dict[str, Any]) -> tuple:
 class LoopPeriods:
     """Finds and jumps periods of the sweeps of one run (see the module docstring).
 
-    ``run`` is an untimed ``_Run``: its runners carry ``frames`` (``[stmt, var, value, stop]`` per
-    enclosing ``for``), ``site`` (the statement they stand at), ``held`` and ``cursors``; its rings the
+    ``run`` is an untimed ``_Run``: its runners carry ``frames`` (``[statement id, variable, value,
+    stop]`` per enclosing ``for``), ``site`` (the statement they stand at), ``held`` and ``cursors``; its rings the
     arrays of ``untimed._Ring``; its game records evaluations in ``record`` while this is active."""
 
     def __init__(self, run: Any) -> None:
@@ -104,7 +104,7 @@ class LoopPeriods:
             return False
         periods: float = math.inf
         for runner in self.run.runners:
-            for _stmt, var, value, stop in runner.frames:
+            for _site, var, value, stop in runner.frames:
                 d = delta[var]
                 if d:
                     periods = min(periods, (stop - 1 - value) // d)
@@ -135,7 +135,7 @@ def summary(run: Any) -> tuple[tuple, dict[str, int], list[int]] | None:
     taken (no loop, a ring's counts not as its cursors say, chunked buffers)."""
     bases: dict[str, int] = {}
     for runner in run.runners:
-        for _stmt, var, value, _stop in runner.frames:
+        for _site, var, value, _stop in runner.frames:
             bases.setdefault(var, value)
     if not bases:
         return None
@@ -172,7 +172,7 @@ def summary(run: Any) -> tuple[tuple, dict[str, int], list[int]] | None:
         rings.append((tuple(sorted(stages)), credits, current))
     runners = []
     for runner in run.runners:
-        frames = tuple((id(stmt), var, value - bases[var]) for stmt, var, value, _stop in runner.frames)
+        frames = tuple((site, var, value - bases[var]) for site, var, value, _stop in runner.frames)
         held = tuple(
             (buf, tuple(_position(runner.cta.rings[buf], i) - where[id(runner.cta.rings[buf])] for i in idx))
             for buf, idx in sorted(runner.held.items())
