@@ -20,6 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from late_deadlocks import pingpong_event_cycle
+
 import gpusim
 from gpusim.errors import DeadlockError
 
@@ -30,19 +34,7 @@ LAST_UNIT = "m == ceil_div(M, BM) - 1 and n == ceil_div(N, BN) - 1"
 def write_mutant(directory: Path) -> Path:
     """The ping-pong GEMM with a wait cycle in its last unit (its producer written out)."""
     text = (SCHEDULES / "gemm_ws_pingpong.yaml").read_text().replace("gemm_ws_pingpong", "late_cycle", 1)
-    producer = (
-        "  producer:\n    warps: 1\n    regs: PRODUCER_REGS\n    program:\n    - tiles: {}\n      do:\n"
-        "      - for: {k: [k_begin, k_end]}\n        do:\n        - acquire: ab\n"
-        f"        - arrive: late\n          if: ({LAST_UNIT}) and k == k_end - 1\n"
-        "        - tma_load: {buf: ab, bytes: rows * BK * elem_bytes, operand: A, multicast: CLUSTER_N}\n"
-        "        - tma_load: {buf: ab, bytes: cols * BK * elem_bytes, operand: B}\n"
-    )
-    start, end = text.index("  producer:\n"), text.index("  math:\n")
-    text = text[:start] + producer + text[end:]
-    wait = "          - wait: ab\n"
-    assert text.count(wait) == 1
-    text = text.replace(wait, f"          - wait: {{bar: late}}\n            if: {LAST_UNIT}\n" + wait)
-    text = text.replace("barriers:\n", "barriers:\n  late: {kind: event, count: 1}\n", 1)
+    text = pingpong_event_cycle(text, "late", LAST_UNIT, f"({LAST_UNIT}) and k == k_end - 1")
     path = directory / "late_cycle.yaml"
     path.write_text(text)
     return path

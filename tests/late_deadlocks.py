@@ -105,3 +105,22 @@ def mutants(sched: Schedule, max_cycles: int = 24) -> Iterator[tuple[str, Schedu
             f"cycle wait before {wait_before.where}, arrive after {arrive_after.where}",
             _with_role(mutant, role_b, program_b),
         )
+
+
+def pingpong_event_cycle(text: str, barrier: str, wait_if: str, arrive_if: str) -> str:
+    """The text of schedules/gemm_ws_pingpong.yaml with an event cycle written into it: the math
+    warpgroups wait for event ``barrier`` before each k-tile where ``wait_if`` holds, and the producer
+    (written out in place of its template) arrives at it after each acquire where ``arrive_if`` holds."""
+    producer = (
+        "  producer:\n    warps: 1\n    regs: PRODUCER_REGS\n    program:\n    - tiles: {}\n      do:\n"
+        "      - for: {k: [k_begin, k_end]}\n        do:\n        - acquire: ab\n"
+        f"        - arrive: {barrier}\n          if: {arrive_if}\n"
+        "        - tma_load: {buf: ab, bytes: rows * BK * elem_bytes, operand: A, multicast: CLUSTER_N}\n"
+        "        - tma_load: {buf: ab, bytes: cols * BK * elem_bytes, operand: B}\n"
+    )
+    start, end = text.index("  producer:\n"), text.index("  math:\n")
+    text = text[:start] + producer + text[end:]
+    wait = "          - wait: ab\n"
+    assert text.count(wait) == 1
+    text = text.replace(wait, f"          - wait: {{bar: {barrier}}}\n            if: {wait_if}\n" + wait)
+    return text.replace("barriers:\n", f"barriers:\n  {barrier}: {{kind: event, count: 1}}\n", 1)

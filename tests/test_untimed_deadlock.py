@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from late_deadlocks import last_unit_guard, mutants
+from late_deadlocks import last_unit_guard, mutants, pingpong_event_cycle
 
 import gpusim
 from gpusim.api import _resolve_schedule, load_arch
@@ -314,25 +314,6 @@ def test_a_late_replay_that_would_give_up_is_not_run(monkeypatch: pytest.MonkeyP
     assert len(calls) == 1
 
 
-def _wait_inside_the_k_loop(sched_text: str, wait_at: str, arrive_at: str) -> str:
-    """The ping-pong GEMM's text with an event cycle deep inside the k-loop of every unit: the math
-    warpgroups wait for event ``deep`` before the k-tile where ``wait_at`` holds, and the producer gives it
-    after the acquire where ``arrive_at`` holds."""
-    producer = (
-        "  producer:\n    warps: 1\n    regs: PRODUCER_REGS\n    program:\n    - tiles: {}\n      do:\n"
-        "      - for: {k: [k_begin, k_end]}\n        do:\n        - acquire: ab\n"
-        f"        - arrive: deep\n          if: {arrive_at}\n"
-        "        - tma_load: {buf: ab, bytes: rows * BK * elem_bytes, operand: A, multicast: CLUSTER_N}\n"
-        "        - tma_load: {buf: ab, bytes: cols * BK * elem_bytes, operand: B}\n"
-    )
-    start, end = sched_text.index("  producer:\n"), sched_text.index("  math:\n")
-    text = sched_text[:start] + producer + sched_text[end:]
-    wait = "          - wait: ab\n"
-    assert text.count(wait) == 1
-    text = text.replace(wait, f"          - wait: {{bar: deep}}\n            if: {wait_at}\n" + wait)
-    return text.replace("barriers:\n", "barriers:\n  deep: {kind: event, count: 1}\n", 1)
-
-
 @pytest.mark.parametrize(
     ("wait_at", "arrive_at", "deadlocks"),
     [
@@ -351,7 +332,7 @@ def test_a_cycle_deep_inside_the_k_loop_is_decided_with_the_loop_jumped(
     harmless neighbour decided deadlock-free, in a few hundred statements; the simulation agrees."""
     text = (SCHEDULES / "gemm_ws_pingpong.yaml").read_text().replace("gemm_ws_pingpong", "deep_cycle", 1)
     path = tmp_path / "deep_cycle.yaml"
-    path.write_text(_wait_inside_the_k_loop(text, wait_at, arrive_at))
+    path.write_text(pingpong_event_cycle(text, "deep", wait_at, arrive_at))
     arch = load_arch("h100")
     big = _resolve_schedule(str(path), arch, {"M": 1024, "N": 1024, "K": 131072})
     found = replay(big, arch, plan_work(big, arch))

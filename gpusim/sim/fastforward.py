@@ -43,6 +43,7 @@ from simpy.events import Condition, Process
 from gpusim.sim.hardware import SimSM
 from gpusim.sim.interp import Cta, LoopFrame, RoleRunner, _span_label
 from gpusim.sim.memory import FlowNetwork, NetTimer, Port, Transfer, TransferDone
+from gpusim.sim.piecewise import periods_holding
 from gpusim.sim.servers import CoreTimer, FifoServer, JobDone, SharedTensorCore, Span, TensorJob
 from gpusim.sim.sync import (
     ChunkBuffer,
@@ -1121,7 +1122,7 @@ def _holds_over(expr: Any, env: dict[str, Any], moving: list[tuple[str, Any, int
     periods of its moving names."""
     try:
         if not moves_by:
-            return _holds_expr_bisected(expr, env, moving, value, 1, periods) >= periods
+            return periods_holding(expr, env, moving, value, 1, periods) >= periods
         point = dict(env)
         for j in range(1, periods + 1):
             for n, v, step in moving:
@@ -1160,7 +1161,7 @@ def _holds_expr(entry: tuple, d: dict[str, int], periods: int) -> int:
                 return min(good, periods)
             first = checked + 1
     if not (uses_unit and d_tile) and not moves_by and periods - first >= _BISECT_PERIODS:
-        good = _holds_expr_bisected(expr, env, moving, value, first, periods)
+        good = periods_holding(expr, env, moving, value, first, periods)
         if key is not None:
             if len(verdicts) >= _MAX_VERDICTS:
                 verdicts.clear()
@@ -1194,29 +1195,6 @@ _BISECT_PERIODS = 64
 """Past this many periods to check, a read of moving loop variables is checked by interval bisection
 (gpusim/sim/piecewise.py) instead of one evaluation per period: a loop of 10**12 iterations is checked in
 a few dozen evaluations."""
-
-
-def _holds_expr_bisected(expr: Any, env: dict[str, Any], moving: list[tuple[str, Any, int]], value: Any,
-                         first: int, periods: int) -> int:  # fmt: skip
-    """How many periods (``first - 1`` checked already) a read keeps its observed ``value`` while its
-    moving names advance linearly; exact (proved by interval arithmetic, or evaluated point by point)."""
-    from gpusim.sim.piecewise import IntervalEval, Linear, first_change
-
-    try:
-        bounds: IntervalEval | None = IntervalEval(
-            expr, "\0periods", env, {n: Linear(v, step) for n, v, step in moving}
-        )
-    except (SyntaxError, AttributeError):
-        bounds = None
-    point = dict(env)
-
-    def value_at(m: int) -> Any:
-        for n, v, step in moving:
-            point[n] = v + m * step
-        return expr(point)
-
-    changed = first_change(bounds, value_at, value, first, periods)
-    return periods if changed is None else changed - 1
 
 
 def _chunk_waits_hold(merged: dict[tuple, Any], d: dict[str, int]) -> bool:

@@ -368,3 +368,26 @@ def first_change(bounds: IntervalEval | None, value_at: Callable[[int], Any], ta
         if not _same(value, target):
             return x
     return None
+
+
+def periods_holding(expr: Expr, env: Mapping[str, Any], moving: list[tuple[str, int, int]], target: Any,
+                    first: int, periods: int, where: str = "") -> int:  # fmt: skip
+    """How many periods (``first - 1`` of them checked already) ``expr`` keeps the value ``target`` while
+    each ``(name, value, step)`` of ``moving`` advances by ``step`` per period from ``value`` (the other
+    names as in ``env``): proved by interval arithmetic where it can be, evaluated point by point
+    elsewhere (:func:`first_change`); exact either way."""
+    try:
+        bounds: IntervalEval | None = IntervalEval(
+            expr, "\0periods", env, {name: Linear(value, step) for name, value, step in moving}
+        )
+    except (SyntaxError, AttributeError):
+        bounds = None
+    point = dict(env)
+
+    def value_at(times: int) -> Any:
+        for name, value, step in moving:
+            point[name] = value + times * step
+        return expr(point, where=where)
+
+    changed = first_change(bounds, value_at, target, first, periods)
+    return periods if changed is None else changed - 1

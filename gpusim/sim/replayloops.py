@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpusim.sim.piecewise import IntervalEval, Linear, first_change
+from gpusim.sim.piecewise import periods_holding
 
 _MAX_MARKS = 64
 """Summaries kept per unit (the oldest are forgotten; a period longer than this is not found)."""
@@ -54,7 +54,6 @@ class LoopPeriods:
         self.logs: list[tuple[int, dict[tuple, tuple]]] = []
         self.freed: list[tuple[int, Any, tuple]] = []
         """(sweep, ring, key) of each stage freed since the oldest kept summary."""
-        self.iterations_skipped = 0
         run.game.record = {}
 
     def reset(self) -> None:
@@ -125,7 +124,6 @@ class LoopPeriods:
                 return False
         freed = [(ring, key) for sweep, ring, key in self.freed if sweep > since]
         _apply(self.run, delta, moves, periods, freed)
-        self.iterations_skipped += periods * max(delta.values())
         return True
 
 
@@ -218,21 +216,7 @@ def _holds(entry: tuple, delta: dict[str, int], periods: int) -> int:
         target = expr(env, where=stmt.where)
     except Exception:
         return 0
-    try:
-        bounds: IntervalEval | None = IntervalEval(
-            expr, "\0periods", env, {name: Linear(value, step) for name, value, step in moving}
-        )
-    except (SyntaxError, AttributeError):
-        bounds = None
-    point = dict(env)
-
-    def value_at(times: int) -> Any:
-        for name, value, step in moving:
-            point[name] = value + times * step
-        return expr(point, where=stmt.where)
-
-    changed = first_change(bounds, value_at, target, 1, periods)
-    return periods if changed is None else changed - 1
+    return periods_holding(expr, env, moving, target, 1, periods, where=stmt.where)
 
 
 def _apply(
