@@ -199,3 +199,22 @@ def test_the_flops_left_stop_a_hopeless_candidate_sooner_and_never_a_winner() ->
         return int(str(info.value).rsplit("after ", 1)[1].split(" events")[0].replace(",", ""))
 
     assert events_when_stopped(horizon_flops_per_ns=rate) < events_when_stopped()
+
+
+def test_auto_gemm_considers_stream_k_where_the_last_wave_is_nearly_empty() -> None:
+    """1536x1536x2048 on h100 has 144 tiles of 128x128 for 132 SMs: whole tiles take two waves, the
+    second 9% full. CUTLASS's heuristic splits that last wave (stream-K), and the search simulates the
+    stream-K kernel and picks it over every data-parallel tile. At 8192^3 (31 waves) stream-K is not
+    offered, nor for a grouped GEMM (the stream-K schedule has no groups)."""
+    from gpusim.explore.spaces import gemm_space
+
+    h100 = load_arch("h100")
+    best, tried = search_gemm(with_costs(h100, "datasheet"), {"M": 1536, "N": 1536, "K": 2048})
+    assert best.choice is not None and best.choice["schedule"] == "gemm_streamk", best.choice
+    data_parallel = [c.time_us for c in tried if c.time_us is not None and c.schedule != "gemm_streamk"]
+    assert data_parallel and best.time_us < min(data_parallel)
+    assert not [
+        c for c in gemm_space(h100, {"M": 8192, "N": 8192, "K": 8192}) if c.schedule == "gemm_streamk"
+    ]
+    grouped = gemm_space(h100, {"M": 1536, "N": 1536, "K": 2048, "groups": 2})
+    assert not [c for c in grouped if c.schedule == "gemm_streamk"]

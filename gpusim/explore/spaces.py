@@ -2,7 +2,8 @@
 
 - Hopper (sm_90) GEMMs: CUTLASS's warp-specialized kernels (cooperative: 128 or 256 rows, ping-pong: 64 or
   128 rows per consumer warpgroup; 64..256 columns; 1x1, 2x1 and 1x2 clusters; K tile of 128 bytes; as
-  many stages as fit, like ``StageCountAutoCarveout``), for fp16/bf16/fp8 and tf32 (wgmma tf32).
+  many stages as fit, like ``StageCountAutoCarveout``), for fp16/bf16/fp8 and tf32 (wgmma tf32); the
+  stream-K kernel (128x128, 128x256, 256x128) where CUTLASS's heuristic would split the last wave.
 - Blackwell (sm_100) GEMMs: CUTLASS's tcgen05 kernels, 1-SM and 2-SM (CTA pair) MMAs, 64..256 columns,
   clusters along N of 1 or 2.
 - Ampere (sm_80+) GEMMs: CUTLASS's multistage cp.async tiles (128x256, 256x128, 128x128, 128x64, 64x128,
@@ -41,8 +42,8 @@ ATTENTION_PROBLEM_KEYS = (
     "causal",
     "dtype",
 )
-GEMM_SCHEDULES = ("gemm_tcgen05", "gemm_ws_cooperative", "gemm_ws_pingpong", "gemm_cp_async", "gemm_sync",
-                  "gemm_simt_fp32", "gemm_fp8_deepgemm")  # fmt: skip
+GEMM_SCHEDULES = ("gemm_tcgen05", "gemm_ws_cooperative", "gemm_ws_pingpong", "gemm_streamk", "gemm_cp_async",
+                  "gemm_sync", "gemm_simt_fp32", "gemm_fp8_deepgemm")  # fmt: skip
 """Every schedule ``gemm_space`` may name (what an ``auto:gemm`` prediction reads)."""
 ATTENTION_SCHEDULES = ("attn_fa4_fwd", "attn_fa3_fwd", "attn_fa2_fwd")
 """Every schedule ``attention_space`` may name (what an ``auto:attention`` prediction reads)."""
@@ -94,9 +95,20 @@ def _k_tile(dtype: str, tile_bytes: int) -> int:
     return max(8, tile_bytes // max(1, int(bytes_per_element(dtype))))
 
 
-def _hopper(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
+STREAM_K_TILES = ((128, 128), (128, 256), (256, 128))
+"""Output tiles of the stream-K candidates (the cooperative kernel's, without multicast)."""
+STREAM_K_MIN_GAIN = 0.1
+"""Stream-K is tried for a tile only when its whole-tile waves leave at least this fraction of the last
+wave's slots idle over the kernel (1 - waves / ceil(waves)): below it, splitting can gain little, and
+a stream-K simulation costs more than a data-parallel one (its CTAs all differ)."""
+
+
+def _hopper(
+    dtype: str, tiles_fill_sms: bool, shape: tuple[int, int, int] | None, sm_count: int
+) -> list[Candidate]:
+    """CUTLASS sm90 candidates; stream-K ones for ``shape`` (M, N, K) where they may help (None: none)."""
     bk = _k_tile(dtype, 128)
-    out: list[Candidate] = []
+    out: list[Candidate] = [] if shape is None else _stream_k(bk, shape, sm_count)
     for bm, bn in ((128, 64), (128, 128), (128, 256), (256, 64), (256, 128)):
         for cluster_m in (1, 2):
             splits = _splits(tiles_fill_sms)
@@ -109,6 +121,29 @@ def _hopper(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
             values = {"BM": bm, "BN": bn, "BK": bk, "STAGES": FIT, "CLUSTER_N": cluster_n}
             out.append(Candidate("gemm_ws_pingpong", _named("gemm_ws_pingpong", values),
                                  f"CUTLASS sm90 ping-pong {bm}x{bn}x{bk}, cluster 1x{cluster_n}"))  # fmt: skip
+    return out
+
+
+def _stream_k(bk: int, shape: tuple[int, int, int], sm_count: int) -> list[Candidate]:
+    """CUTLASS's sm90 stream-K kernel (``gemm_streamk``, decomposition ``heuristic``) for the tiles whose
+    last wave the library's own heuristic would split: a partial last wave less than half full
+    (gpusim/sim/streamk.py), and where splitting can gain at least ``STREAM_K_MIN_GAIN``. Elsewhere the
+    heuristic keeps every tile data-parallel, which is the cooperative candidate with a 1x1 cluster.
+    Not for grouped GEMMs (the schedule has no groups)."""
+    from gpusim.sim.streamk import split_stream_k
+
+    m, n, k = shape
+    out: list[Candidate] = []
+    for bm, bn in STREAM_K_TILES:
+        tiles = -(-m // bm) * -(-n // bn)
+        waves = tiles / sm_count
+        if 1 - waves / math.ceil(waves) < STREAM_K_MIN_GAIN:
+            continue
+        if split_stream_k(tiles, -(-k // bk), sm_count, "heuristic").sk_tiles == 0:
+            continue
+        values = {"BM": bm, "BN": bn, "BK": bk, "STAGES": FIT}
+        out.append(Candidate("gemm_streamk", _named("gemm_streamk", values),
+                             f"CUTLASS sm90 stream-K {bm}x{bn}x{bk} (last wave split)"))  # fmt: skip
     return out
 
 
@@ -223,14 +258,16 @@ def gemm_space(arch: Arch, problem: dict[str, Any]) -> list[Candidate]:
     the rest), newest first, with DeepGEMM's list for fp8 on sm_90; split-K variants only when the output
     tiles alone cannot fill the SMs."""
     dtype = canonical_dtype(str(problem.get("dtype", "bf16")))
-    m, n = _size(problem, "M", 8192), _size(problem, "N", 8192)
+    m, n, k = _size(problem, "M", 8192), _size(problem, "N", 8192), _size(problem, "K", 8192)
     tiles_fill_sms = (m // 128) * (n // 128) * _size(problem, "groups", 1) >= arch.sm_count
     version = arch.sm_version
     out: list[Candidate] = []
     if version >= 100:
         out += _blackwell(dtype, tiles_fill_sms)
     if version == 90:
-        out += _hopper(dtype, tiles_fill_sms)
+        out += _hopper(
+            dtype, tiles_fill_sms, (m, n, k) if _size(problem, "groups", 1) == 1 else None, arch.sm_count
+        )
         if dtype.startswith("fp8"):
             out += deepgemm_space()
     if version >= 80:
