@@ -45,6 +45,8 @@ PROBLEMS: dict[str, dict[str, Any]] = {
     "attn_bwd_preprocess": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "attn_bwd_postprocess": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "stream_l2": {"bytes": 8 * 2**20, "BLOCKS": 4000},
+    "mla_combine": {"batch": 16, "seqlen_kv": 8192},  # every request split in 4
+    "gemm_splitk_reduce": {"M": 1024, "N": 1024, "SPLITS": 4},  # 16 MiB of partials: resident in L2
 }
 # More golden cases of a schedule (its other ops and regimes): file name -> (schedule, problem).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {

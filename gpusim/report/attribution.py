@@ -221,6 +221,11 @@ def attribute(run: SimRun) -> Attribution:
     raw = dict(main)
     raw["tail_wave"] = tail
     raw["launch"] = launch_ns
+    if sum(raw.values()) <= 0:  # nothing ran (every CTA exits at once) and the launch costs nothing
+        shares = dict.fromkeys(raw, 0.0) | {"launch": 1.0}
+        return Attribution(
+            shares, {}, crit, "launch", "no work: every CTA exits at once; the time is the launch's"
+        )
     shares = _round_shares(raw)
     tail_total = sum(tail_split.values())
     tail_causes = (

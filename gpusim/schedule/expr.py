@@ -3,7 +3,8 @@
 Supported: integer, float and string literals (strings for comparing text problem values such as
 ``op == "triad"``), names, ``+ - * / // % **``, unary ``- not``, comparisons
 (chained), ``and``/``or``, conditional ``a if c else b``, and calls to ``min``, ``max``, ``ceil_div``,
-``floor``, ``ceil``, ``abs``, ``log2``, ``pow2_ceil``, ``int``. Fields that hold names (a dtype, a
+``floor``, ``ceil``, ``abs``, ``log2``, ``pow2_ceil``, ``int``, and ``mla_splits``, ``mla_split_requests``,
+``mla_split_segments`` (FlashMLA's split metadata, gpusim/schedule/splitkv.py). Fields that hold names (a dtype, a
 buffer) are not expressions; only numeric and boolean fields go through here.
 """
 
@@ -18,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from gpusim.errors import InputError, UnknownNameError, quote
+from gpusim.schedule.splitkv import mla_split_requests, mla_split_segments, mla_splits
 
 Env = Mapping[str, Any]
 Compiled = Callable[[Env], Any]
@@ -101,6 +103,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "log2": math.log2,
     "pow2_ceil": _pow2_ceil,
     "int": int,
+    "mla_splits": mla_splits,
+    "mla_split_requests": mla_split_requests,
+    "mla_split_segments": mla_split_segments,
 }
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {

@@ -67,6 +67,8 @@ class Operand:
     key: tuple[Expr, ...]
     bytes: Expr
     interleaved: bool = False
+    resident: bool = False
+    """Left in L2 by the previous kernel of the stream (schema ``OperandSpec.resident``)."""
     """Panels read together front to back: a wave that overflows the L2 misses on every read (l2cache.py)."""
 
 

@@ -286,7 +286,11 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
     buffers = {name: _resolve_buffer(name, b, env, src) for name, b in spec.buffers.items()}
     operands = {
         name: Operand(
-            name=name, key=tuple(as_expr(k) for k in o.key), bytes=as_expr(o.bytes), interleaved=o.interleaved
+            name=name,
+            key=tuple(as_expr(k) for k in o.key),
+            bytes=as_expr(o.bytes),
+            interleaved=o.interleaved,
+            resident=o.resident,
         )
         for name, o in spec.operands.items()
     }

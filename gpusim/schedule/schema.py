@@ -81,6 +81,11 @@ class OperandSpec(_Model):
     (repeated-read microbenchmarks): under LRU a wave whose panels overflow the L2 keeps none of them
     (the lines a re-read needs first were evicted first) and every read misses, instead of the most
     recent panels surviving and each panel being fetched once per wave."""
+    resident: bool = False
+    """Written by the kernel launched just before in the same stream (a producer-consumer pair such as
+    FlashMLA's decode and combine kernels): the kernel starts with every panel of it in L2 when they
+    all fit. A set larger than the L2 starts with none: it was written in the order it is read, so
+    under LRU its first panels were evicted first and reading them evicts the rest (a cyclic scan)."""
 
 
 PROTOCOL_PRODUCERS = ("tma", "umma", "threads", "cp_async", "clc")

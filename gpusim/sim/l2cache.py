@@ -4,7 +4,8 @@ Units of one wave run together, so a panel that several of them read is fetched 
 others hit). Between waves the L2 keeps panels in LRU order up to its capacity. An ``interleaved``
 operand's panels are read together front to back by readers that are not in step (repeated-read
 microbenchmarks), so a wave that overflows the L2 is a cyclic scan under LRU: it keeps none of them,
-and every read of the wave misses. The result is, per
+and every read of the wave misses. A ``resident`` operand (written by the previous kernel of the stream)
+starts in the L2 when all of it fits. The result is, per
 wave and operand, the fraction of the bytes the kernel reads that come from HBM: raster order,
 swizzle and K/V sharing across heads change it the way they change HBM traffic on hardware.
 """
@@ -52,10 +53,14 @@ def panel_miss_fractions(
     ]  # fmt: skip
     if not values:  # no operands: nothing to cache
         return [{} for _ in range(plan.num_waves)]
-    panels = None if unknown else _panels_by_column(plan, values)
+    panels: Any = None if unknown else _panels_by_column(plan, values)
     if panels is None:
         getters = [(name, [k.getter() for k in keys], size.getter()) for name, keys, size in values]
         panels = _panels_by_unit(sched, plan, env, getters, unknown)
+    resident = {name for name, operand in sched.operands.items() if operand.resident}
+    if resident:
+        panels = list(panels)
+        used_bytes = _seed_resident(cache, panels, resident, l2_bytes)
     for wave in panels:
         fractions: dict[str, float] = {}
         for name, keys, uses, sizes in wave:
@@ -80,6 +85,23 @@ def panel_miss_fractions(
             fractions[name] = min(1.0, missing / total) if total > 0 else 1.0
         result.append(fractions)
     return result
+
+
+def _seed_resident(cache: OrderedDict[tuple[Any, ...], float], panels: list[Panels], resident: set[str],
+                   l2_bytes: float) -> float:  # fmt: skip
+    """Put the panels of the ``resident`` operands (left in L2 by the previous kernel) in ``cache``, in
+    the order they are first read, when all of them fit in ``l2_bytes``; returns the bytes cached."""
+    first: dict[tuple[Any, ...], float] = {}
+    for wave in panels:
+        for name, keys, _uses, sizes in wave:
+            if name in resident:
+                for key, size in zip(keys, sizes, strict=True):
+                    first.setdefault(key, size)
+    total = sum(first.values())
+    if total > l2_bytes:
+        return 0.0
+    cache.update(first)
+    return total
 
 
 Panels = list[tuple[str, list[Any], list[int], list[float]]]
