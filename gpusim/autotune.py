@@ -159,7 +159,7 @@ def _padding(sched: Schedule) -> float:
 def _pieces(sched: Schedule) -> int:
     """Work pieces an SM can hold: units, times split-K parts, times the two SMs of a CTA pair."""
     launch = sched.launch
-    return launch.num_units * max(1, launch.splits) * (2 if launch.cta_pair else 1)
+    return launch.num_units * launch.k_splits * (2 if launch.cta_pair else 1)
 
 
 def lower_bound_us(sched: Schedule, arch: Arch, *, equal_units: bool) -> float:

@@ -123,7 +123,11 @@ def summarize(
     if peak is None and sched.metrics_dtype == "fp32":  # CUDA-core (SIMT) work: the FP32 pipe bounds it
         peak = arch.fp32_peak_tflops()
     compute_ns = sched.flops / (peak * 1e3) if peak else 0.0
-    memory_ns = sched.compulsory_bytes / (arch.memory.hbm_bandwidth_bytes_per_s / 1e9)
+    # Bytes a resident operand starts with in L2 (the previous kernel's output) need no HBM trip; every
+    # byte still crosses the L2.
+    from_hbm = sched.compulsory_bytes - min(run.resident_bytes, sched.compulsory_bytes)
+    memory_ns = max(from_hbm / (arch.memory.hbm_bandwidth_bytes_per_s / 1e9),
+                    sched.compulsory_bytes / (arch.memory.l2_bandwidth_bytes_per_s / 1e9))  # fmt: skip
     recorded = bool(run.sms) and run.sms[0].ingress is not None and run.sms[0].ingress.spans is not None
     attr = attribute(run) if attributed and recorded else None
     b = run.budgets

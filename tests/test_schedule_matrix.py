@@ -33,6 +33,8 @@ NEEDS = {
     "attn_fa3_bwd": (lambda a: a.features.wgmma, "wgmma does not exist"),
     "attn_bwd_preprocess": (lambda a: True, ""),
     "attn_bwd_postprocess": (lambda a: True, ""),
+    "mla_combine": (lambda a: True, ""),
+    "gemm_splitk_reduce": (lambda a: True, ""),
 }
 SMALL = {
     "stream": {"bytes": 4 * 2**20},
@@ -41,6 +43,8 @@ SMALL = {
     "mla_decode_flashmla_sparse_fp8": {"batch": 4, "topk": 512},
     "attn_decode_splitkv": {"batch": 2, "seqlen_kv": 1024},
     "gemm_simt_fp32": {"M": 512, "N": 512, "K": 256},
+    "mla_combine": {"batch": 4, "seqlen_kv": 512},
+    "gemm_splitk_reduce": {"M": 1024, "N": 1024},
 }
 ATTN_SMALL = {"batch": 1, "heads": 4, "seqlen_q": 512}
 SMALL.update(

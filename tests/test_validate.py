@@ -365,8 +365,9 @@ def test_a_changed_schedule_file_changes_the_digests_of_the_rows_that_read_it_on
         return [carry.digests[m.index] for m in measurements]
 
     before = digests()
-    assert "gemm_streamk" not in GEMM_SCHEDULES
-    (copy / "gemm_streamk.yaml").write_text((copy / "gemm_streamk.yaml").read_text() + "\n# changed\n")
+    assert "gemm_splitk_reduce" not in GEMM_SCHEDULES
+    unread = copy / "gemm_splitk_reduce.yaml"
+    unread.write_text(unread.read_text() + "\n# changed\n")
     assert digests() == before  # no row reads it
     (copy / "gemm_ws_pingpong.yaml").write_text(
         (copy / "gemm_ws_pingpong.yaml").read_text() + "\n# changed\n"

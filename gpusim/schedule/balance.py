@@ -148,7 +148,7 @@ def _sample_cluster_units(sched: Schedule) -> list[tuple[dict[str, Any], ...]]:
     cdims = [-(-e // (cluster[i] if i < 3 else 1)) for i, e in enumerate(extents)]
     env = dict(sched.env)
     kt = env.get("KT")
-    splits = launch.splits if launch.scheduler == "split_k" else 1
+    splits = launch.k_splits
     if splits > 1 and kt is None:
         return []
     extras = []
@@ -656,7 +656,7 @@ def _units_per_cta(sched: Schedule, arch: Arch) -> set[int]:
     launch = sched.launch
     if not launch.persistent:
         return {1}
-    total = launch.splits if launch.scheduler == "split_k" else 1
+    total = launch.k_splits
     for i, (_, extent) in enumerate(launch.grid):
         total *= -(-extent // (launch.cluster[i] if i < 3 else 1))
     slots = arch.sm_count // launch.cluster_size * launch.ctas_per_sm
@@ -671,7 +671,7 @@ def _unit_dependent_names(sched: Schedule) -> set[str]:
     the fields that read them (a field of problem sizes alone is the same in every unit)."""
     launch = sched.launch
     names = {d for d, _ in launch.grid} | {"tile"}
-    if launch.scheduler == "split_k" and launch.splits > 1:
+    if launch.k_splits > 1:
         names |= {"split", "is_last_split", "is_first_split", "k_begin", "k_end", "k_iters"}
     for name, expr in launch.fields.items():
         if expr.names & names:

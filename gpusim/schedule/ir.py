@@ -100,6 +100,12 @@ class Launch:
         return x * y * z
 
     @property
+    def k_splits(self) -> int:
+        """Parts the K loop of every unit is split into: ``splits`` for the split_k and dynamic_persistent
+        schedulers, 1 for the others."""
+        return self.splits if self.scheduler in ("split_k", "dynamic_persistent") else 1
+
+    @property
     def num_units(self) -> int:
         """Work units in the grid (before split-K)."""
         total = 1

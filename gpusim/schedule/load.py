@@ -170,6 +170,14 @@ def _num(raw: Any, env: dict[str, Any], where: str, minimum: int) -> int:
 
 
 RASTERS = ("along_m", "along_n", "heuristic", "as_listed")
+SCHEDULER_KINDS = (
+    "grid",
+    "static_persistent",
+    "dynamic_persistent",
+    "split_k",
+    "stream_k",
+    "splitkv_balanced",
+)
 
 
 def _word(raw: str, words: tuple[str, ...], env: dict[str, Any], where: str) -> str:
@@ -412,9 +420,13 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
     ctas_per_sm = _num(ls.ctas_per_sm, env, f"{src}: launch.ctas_per_sm", 1) if pinned else 0
     splits = _num(sch.splits, env, f"{src}: launch.scheduler.splits", 1)
     _check_launch_size(grid, splits, src)
-    if sch.decomposition != "heuristic" and sch.kind != "stream_k":
+    kind = _word(sch.kind, SCHEDULER_KINDS, env, f"{src}: launch.scheduler.kind")
+    if kind == "dynamic_persistent" and not ls.persistent:
+        raise InputError(f"{src}: launch.scheduler.kind: dynamic_persistent hands units to persistent CTAs; "
+                         "set launch.persistent: true")  # fmt: skip
+    if sch.decomposition != "heuristic" and kind != "stream_k":
         raise InputError(f"{src}: launch.scheduler.decomposition: only a stream_k scheduler has one (this one is "
-                         f"{sch.kind})")  # fmt: skip
+                         f"{kind})")  # fmt: skip
     k_tiles = env.get("KT")
     if splits > 1 and isinstance(k_tiles, int) and not isinstance(k_tiles, bool) and splits > k_tiles:
         raise ScheduleRefused(f"{src}: launch.scheduler.splits: {splits:,} splits of {k_tiles:,} k-tiles (KT) leave "
@@ -427,7 +439,7 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
         ctas_per_sm=ctas_per_sm,
         ctas_pinned=pinned,
         persistent=ls.persistent,
-        scheduler=sch.kind,
+        scheduler=kind,
         raster=_raster(sch.raster, env, f"{src}: launch.scheduler.raster"),
         swizzle=_num(sch.swizzle, env, f"{src}: launch.scheduler.swizzle", 1),
         splits=splits,

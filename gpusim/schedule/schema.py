@@ -23,11 +23,17 @@ SCHEDULE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 class SchedulerSpec(_Model):
     """How work units are ordered and handed to CTAs."""
 
-    kind: Literal["grid", "static_persistent", "split_k", "stream_k", "splitkv_balanced"] = "grid"
-    """grid: one CTA per unit; static_persistent: slot s takes units s, s+S, ...; split_k: K split in
-    ``splits`` parts (a grid dimension ``split`` is added); stream_k: the tiles of the last waves cut
-    into equal shares of k-iterations, one per persistent CTA, the rest data-parallel
-    (``decomposition``); splitkv_balanced: FlashMLA-style KV split across ``parts``."""
+    kind: (
+        Literal["grid", "static_persistent", "dynamic_persistent", "split_k", "stream_k", "splitkv_balanced"]
+        | StrictStr
+    ) = "grid"
+    """grid: one CTA per unit; static_persistent: slot s takes units s, s+S, ...; dynamic_persistent:
+    a persistent CTA takes the next unit of the launch order when it reaches the end of its current one
+    (an atomic tile counter: FlashAttention-3's DynamicPersistentTileScheduler; Blackwell's cluster
+    launch control); split_k: K split in ``splits`` parts (a grid dimension ``split`` is added);
+    stream_k: the tiles of the last waves cut into equal shares of k-iterations, one per persistent
+    CTA, the rest data-parallel (``decomposition``); splitkv_balanced: FlashMLA-style KV split across
+    ``parts``. Or an expression giving one of these words."""
     raster: Literal["along_m", "along_n", "heuristic", "as_listed"] | StrictStr = "as_listed"
     """Order of the first two grid dimensions: along_m sweeps M in bands of ``swizzle`` n-clusters
     (inside a band the clusters of one m come together), along_n the transpose; or an expression
@@ -35,7 +41,7 @@ class SchedulerSpec(_Model):
     swizzle: RawCount = 1
     """Tiles per swizzle group along the slow dimension (CUTLASS max_swizzle_size, Triton GROUP_M)."""
     splits: RawCount = 1
-    """split_k: number of K splits."""
+    """split_k (and dynamic_persistent): number of K splits."""
     parts: RawCount | None = None
     """splitkv_balanced: number of parts the KV range of each unit is split into."""
     fixed_overhead_blocks: RawSize = 0

@@ -25,11 +25,12 @@ from gpusim.schedule.program import walk
 from gpusim.sim.fastforward import FastForward, Jump, stale_timer
 from gpusim.sim.hardware import PIPES, Rates, SimSM
 from gpusim.sim.interp import Cta, RoleRunner
-from gpusim.sim.l2cache import panel_miss_fractions
+from gpusim.sim.l2cache import panel_misses
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.sim.memory import FlowNetwork
 from gpusim.sim.scheduler import ClusterUnit, SmGroup, WorkPlan, plan_work
 from gpusim.sim.sync import ChunkBuffer, EventBarrier, NamedBarrier, StageRing, Turnstile, couple
+from gpusim.sim.tilequeue import ClusterTiles, DynamicUnits, TileQueue
 from gpusim.sim.untimed import MAX_STEPS as UNTIMED_MAX_STEPS
 from gpusim.sim.untimed import check_untimed
 
@@ -57,6 +58,8 @@ class SimRun:
     exact: bool = False
     fast_forward_off: str | None = None
     """Why the fast-forward was off in a run that asked for it (None: it was on, or exact)."""
+    resident_bytes: float = 0.0
+    """Bytes of ``resident`` operands (left by the previous kernel) the L2 starts with."""
 
 
 def _roles_touching(sched: Schedule, buf: str, ops: tuple[str, ...]) -> list[str]:
@@ -120,6 +123,8 @@ class _Builder:
         self.rings: list[StageRing] = []
         self.pending_roles: list[simpy.Process] = []
         self.ff: FastForward | None = None
+        self.queue: TileQueue | None = None
+        """The tile counter of a dynamic_persistent launch whose units differ (None otherwise)."""
         self.multicast = _tma_multicasts(sched)
         self.memo: dict[tuple, Any] = {}
         self.sync_warps = sum(
@@ -139,7 +144,11 @@ class _Builder:
             if not slot:
                 continue
             first_warp = position * warps_per_cta
-            if sched.launch.persistent:
+            if self.queue is not None:
+                self._launch_cluster(
+                    sms, [], wave_offset=0, first_warp=first_warp, tiles=ClusterTiles(self.queue)
+                )
+            elif sched.launch.persistent:
                 self._launch_cluster(sms, list(slot), wave_offset=0, first_warp=first_warp)
             else:
                 process = self.env.process(self._grid_slot(sms, slot, first_warp))
@@ -152,24 +161,33 @@ class _Builder:
             yield self.env.all_of(procs)
 
     def _launch_cluster(
-        self, sms: list[SimSM], cunits: list[ClusterUnit], wave_offset: int, first_warp: int = 0
+        self,
+        sms: list[SimSM],
+        cunits: list[ClusterUnit],
+        wave_offset: int,
+        first_warp: int = 0,
+        tiles: ClusterTiles | None = None,
     ) -> list[simpy.Process]:
+        """Start the CTAs of one cluster on ``sms``: running ``cunits`` in order, or, with ``tiles``,
+        the units its roles take from the tile counter."""
         sched = self.sched
         csize = sched.launch.cluster_size
         pair = sched.launch.cta_pair
         ctas = []
         for rank in range(csize):
+            units: Any = [cu[rank] for cu in cunits] if tiles is None else DynamicUnits(tiles, rank)
             cta = Cta(
                 env=self.env,
                 sched=sched,
                 sm=sms[rank],
                 rank=rank,
-                units=[cu[rank] for cu in cunits],
+                units=units,
                 wave_offset=wave_offset,
                 miss=self.miss,
                 memo=self.memo,
                 first_warp=first_warp,
                 dynamic_names=self.dynamic_names,
+                wave_of=None if tiles is None else units.wave,
             )
             if pair:
                 base = rank - rank % 2
@@ -344,7 +362,7 @@ def simulate(
         if not early.worth_repeating(UNTIMED_MAX_STEPS):
             replay_at = -1  # decided (no deadlock for any timing), or a full replay would give up too
     multicast = _operand_multicast(_tma_multicasts(sched))
-    miss = panel_miss_fractions(sched, plan, arch.memory.l2_size_bytes, multicast)
+    miss, resident_bytes = panel_misses(sched, plan, arch.memory.l2_size_bytes, multicast)
     if shared_tensor_core is None:
         shared_tensor_core = "shared_tensor" in mechanisms_of(arch)
     rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core,
@@ -357,9 +375,11 @@ def simulate(
         net.hbm_rate_samples, net.l2_rate_samples, net.read_rate_samples = [], [], []
     dynamic = _dynamic_names(sched, plan)
     builder = _Builder(sched, arch, env, net, rates, miss, record, dynamic)
+    if plan.dynamic:
+        builder.queue = TileQueue(plan)
     if not exact:
         builder.ff = FastForward(env, net, builder.sms, builder.rings, dynamic_names=dynamic,
-                                 unit_fields=plan.unit_keys)  # fmt: skip
+                                 unit_fields=plan.unit_keys, tiles_fixed=plan.dynamic)  # fmt: skip
     for group in plan.groups:
         builder.build_group(group)
     ff = builder.ff
@@ -422,7 +442,7 @@ def simulate(
     return SimRun(sched=sched, arch=arch, budgets=budgets, plan=plan, kernel_ns=kernel_ns, sms=builder.sms,
                   net=net, runners=builder.runners, rings=builder.rings, wall_s=time.perf_counter() - start,
                   events=events, skipped_events=skipped, jumps=ff.jumps if ff else [], exact=exact,
-                  fast_forward_off=ff.disabled if ff else None)  # fmt: skip
+                  fast_forward_off=ff.disabled if ff else None, resident_bytes=resident_bytes)  # fmt: skip
 
 
 def _dynamic_names(sched: Schedule, plan: WorkPlan) -> frozenset[str]:

@@ -235,6 +235,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "rank",
             "units",
             "wave_offset",
+            "wave_of",
             "first_warp",
             "miss",
             "rings",
@@ -334,6 +335,10 @@ class FastForward:
     runners: list[RoleRunner] = field(default_factory=list)
     dynamic_names: frozenset[str] = frozenset()
     unit_fields: frozenset[str] = frozenset()
+    tiles_fixed: bool = False
+    """Units come from a tile counter at run time (gpusim/sim/tilequeue.py): a period in which any role
+    moves to another unit is not used (the jump would not take units from the counter); periods inside
+    units are."""
     jumps: list[Jump] = field(default_factory=list)
     skipped_events: int = 0
     disabled: str | None = None
@@ -507,7 +512,7 @@ class FastForward:
             history = self._history.get(key, [])
             for old in reversed(history):
                 period = _match(old.snap, snap)
-                if period is None:
+                if period is None or (self.tiles_fixed and period.loop_delta.get("tile")):
                     continue
                 logs = [lg for seq, lg in self._logs if seq > old.seq]
                 periods = self._periods(period, logs)

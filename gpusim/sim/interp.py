@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -63,12 +63,15 @@ class Cta:
     """The names whose values change as roles run (loop variables, ``tile``, the units' fields): an
     expression that reads none of them has one value per role replica, kept without a memo key
     (None: every expression goes through the memo)."""
+    wave_of: Callable[[int], int] | None = None
+    """The L2 model's wave of this CTA's ``i``-th unit when the units come from a tile counter
+    (gpusim/sim/tilequeue.py); None: ``wave_offset + i``."""
 
     def miss_fraction(self, operand: str | None, tile: int) -> float:
         """Fraction of an operand's bytes that come from HBM in this tile's wave."""
         if operand is None:
             return 1.0
-        wave = self.wave_offset + tile
+        wave = self.wave_offset + tile if self.wave_of is None else self.wave_of(tile)
         if wave >= len(self.miss):
             return 1.0
         return self.miss[wave].get(operand, 1.0)
@@ -273,10 +276,14 @@ class RoleRunner:
         args = stmt.args
         every = 1 if args.every is None else self.count(stmt, args.every, minimum=1)
         offset = 0 if args.offset is None else self.count(stmt, args.offset)
-        frame = LoopFrame(stmt, "tile", 0, len(self.cta.units), every, offset)
+        units = self.cta.units
+        taken = None if self.cta.wave_of is None else units  # a tile counter: units end when it runs out
+        frame = LoopFrame(stmt, "tile", 0, len(units) if taken is None else taken.bound, every, offset)
         self.frames.append(frame)
         while frame.value < frame.stop:
             ordinal = frame.value
+            if taken is not None and not taken.reach(ordinal):
+                break
             if ordinal >= offset and (ordinal - offset) % every == 0:
                 self.vars.update(self.cta.units[ordinal])
                 self.vars["tile"] = ordinal

@@ -27,11 +27,19 @@ from gpusim.sim.slotcolumns import NotColumnar, combined_codes
 def panel_miss_fractions(
     sched: Schedule, plan: WorkPlan, l2_bytes: float, multicast: dict[str, int] | None = None
 ) -> list[dict[str, float]]:
+    """Per wave, operand name -> fraction of its L2 reads that come from HBM (``panel_misses``)."""
+    return panel_misses(sched, plan, l2_bytes, multicast)[0]
+
+
+def panel_misses(
+    sched: Schedule, plan: WorkPlan, l2_bytes: float, multicast: dict[str, int] | None = None
+) -> tuple[list[dict[str, float]], float]:
     """For each wave, operand name -> fraction of its L2 reads that come from HBM (the rest hit).
 
     With TMA multicast over ``n`` CTAs each CTA reads ``1/n`` of a panel from L2, so the L2 reads of
     a wave are the panel uses divided by ``n``. The keys and sizes come from the slots' columns where
-    the plan has them, else unit by unit through the plan's getters, one wave at a time.
+    the plan has them, else unit by unit through the plan's getters, one wave at a time. The second
+    result is the bytes of the ``resident`` operands' panels the L2 starts with (0 when they do not fit).
     """
     multicast = multicast or {}
     cache: OrderedDict[tuple[Any, ...], float] = OrderedDict()
@@ -52,7 +60,7 @@ def panel_miss_fractions(
         for name, operand in sched.operands.items()
     ]  # fmt: skip
     if not values:  # no operands: nothing to cache
-        return [{} for _ in range(plan.num_waves)]
+        return [{} for _ in range(plan.num_waves)], 0.0
     panels: Any = None if unknown else _panels_by_column(plan, values)
     if panels is None:
         getters = [(name, [k.getter() for k in keys], size.getter()) for name, keys, size in values]
@@ -61,6 +69,7 @@ def panel_miss_fractions(
     if resident:
         panels = list(panels)
         used_bytes = _seed_resident(cache, panels, resident, l2_bytes)
+    resident_bytes = used_bytes
     for wave in panels:
         fractions: dict[str, float] = {}
         for name, keys, uses, sizes in wave:
@@ -84,7 +93,7 @@ def panel_miss_fractions(
                 used_bytes -= size
             fractions[name] = min(1.0, missing / total) if total > 0 else 1.0
         result.append(fractions)
-    return result
+    return result, resident_bytes
 
 
 def _seed_resident(cache: OrderedDict[tuple[Any, ...], float], panels: list[Panels], resident: set[str],

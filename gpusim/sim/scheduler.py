@@ -242,6 +242,10 @@ class WorkPlan:
     cluster_grid: tuple[int, ...]
     model: UnitModel
     shape: ClusterShape
+    dynamic: bool = False
+    """Units are handed out at run time (``dynamic_persistent`` with units that differ): every SM group is
+    simulated alone, and ``slot_lists`` (the static round-robin order) only give the launch order and the
+    waves of the L2 model (the units of one wave are the next ``len(slot_lists)`` of the launch order)."""
 
     @property
     def num_waves(self) -> int:
@@ -329,7 +333,7 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
         lengths, make_spec, extra_keys = _plan_stream_k(order, kt, num_slots, launch.decomposition)
         make_extra = None
     else:
-        splits = launch.splits if launch.scheduler == "split_k" else 1
+        splits = launch.k_splits
         if splits > 1 and kt is None:
             raise InputError(f"{sched.name}: split_k needs a param KT (k-iterations per tile)")
         extras = [split_k_fields(split, splits, kt) for split in range(splits)]
@@ -351,9 +355,14 @@ def plan_work(sched: Schedule, arch: Arch, *, group_identical: bool = True) -> W
         for s in range(num_slots)
     )
     num_units = sum(lengths) * csize
-    groups = _group_slots(sched, model, shape, slot_lists, num_groups, num_units, group_identical)
+    groups, alike = _group_slots(sched, model, shape, slot_lists, num_groups, num_units, group_identical)
+    # Units that all behave alike run in the same order under a tile counter as under round robin (every
+    # CTA ends its units at the same moments; ties go in launch order): the grouped static plan is exact.
+    dynamic = launch.scheduler == "dynamic_persistent" and not alike
+    if dynamic and group_identical:
+        groups, _ = _group_slots(sched, model, shape, slot_lists, num_groups, num_units, False)
     return WorkPlan(slot_lists=slot_lists, groups=groups, num_units=num_units, cluster_grid=tuple(cdims),
-                    model=model, shape=shape)  # fmt: skip
+                    model=model, shape=shape, dynamic=dynamic)  # fmt: skip
 
 
 def _plan_stream_k(order: ClusterOrder, kt: int, num_slots: int, decomposition: str) -> tuple[list[int], Callable[[int], Callable[[int], Spec]], tuple[str, ...]]:  # fmt: skip
@@ -419,7 +428,7 @@ def _plan_splitkv(sched: Schedule, order: ClusterOrder, num_slots: int) -> tuple
 
 
 def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_lists: tuple[SlotUnits, ...],
-                 num_groups: int, num_units: int, group_identical: bool) -> tuple[SmGroup, ...]:  # fmt: skip
+                 num_groups: int, num_units: int, group_identical: bool) -> tuple[tuple[SmGroup, ...], bool]:  # fmt: skip
     """SM groups whose slots run alike: their units, in order, take the same value of every expression
     the programs read (gpusim/sim/unitclasses.py), and their first clusters share operand panels alike
     (TMA multicast). Only what the programs read can make two slots behave differently; operand keys
@@ -478,7 +487,7 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
 
     def signature(slot: SlotUnits) -> tuple:
         if not getters and not checks:
-            return (len(slot),)
+            return ("count", len(slot))
         if by_coords:
             return by_classes(slot)
         # no value differs with the coordinates: the extras decide (one signature per kept extras object)
@@ -504,16 +513,22 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
             if by_extra is not None:
                 by_extra[id(extra)] = ident
             out.append(ident)
-        return tuple(out)
+        return ("extras", tuple(out))
 
     if num_units:
         model.touch_fields()  # tabulated and constant fields: evaluated (and their errors raised) now
     # a signature of values that do not differ with the coordinates needs none computed
     by_coords = any(model.name_reads_coords(k) for k in sig_keys) or model.per_unit_reads_coords()
     groups: dict[tuple, list[int]] = {}
+    unit_kinds: set[Any] = set()
     for g in range(num_groups):
         positions = [slot_lists[g + p * num_groups] for p in range(launch.ctas_per_sm)]
-        key = tuple(signature(s) for s in positions) if group_identical else (g,)
+        if group_identical:
+            key: tuple = tuple(signature(s) for s in positions)
+            for sig in key:
+                unit_kinds |= _unit_kinds(sig)
+        else:
+            key = (g,)
         groups.setdefault(key, []).append(g)
     sm_groups = []
     for idx, members in enumerate(groups.values()):
@@ -521,4 +536,14 @@ def _group_slots(sched: Schedule, model: UnitModel, shape: ClusterShape, slot_li
         slots = tuple(slot_lists[rep + p * num_groups] for p in range(launch.ctas_per_sm))
         if any(len(s) for s in slots):
             sm_groups.append(SmGroup(index=idx, weight=len(members), slots=slots))
-    return tuple(sm_groups)
+    alike = group_identical and len(unit_kinds) <= 1
+    return tuple(sm_groups), alike
+
+
+def _unit_kinds(signature: tuple) -> frozenset[Any]:
+    """The distinct behaviours of the units of one slot's signature (``_group_slots``)."""
+    if signature[0] == "count":  # no name the programs read differs between units
+        return frozenset({"count"}) if signature[1] else frozenset()
+    if signature[0] == "classes":
+        return frozenset((unit, signature[2]) for unit in signature[1])
+    return frozenset(signature[1])
