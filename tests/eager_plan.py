@@ -13,6 +13,7 @@ from gpusim.arch import Arch
 from gpusim.errors import GpusimError, InputError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
+from gpusim.schedule.splitkv import splitkv_balanced_parts
 
 Unit = dict[str, Any]
 ClusterUnit = tuple[Unit, ...]
@@ -121,53 +122,6 @@ def _program_names(sched: Schedule) -> set[str]:
                 for item in items:
                     names |= getattr(item, "names", frozenset())
     return names
-
-
-@dataclass(frozen=True)
-class KvSegment:
-    """One part's share of one request's KV blocks (FlashMLA ``get_mla_metadata``)."""
-
-    request: int
-    block_begin: int
-    block_end: int
-    split: int
-    """Index of this segment among the request's segments."""
-    n_splits: int
-    """Segments the request was cut into (1: not split, no combine needed)."""
-
-
-def splitkv_balanced_parts(blocks_per_request: list[int], parts: int, overhead: int) -> list[list[KvSegment]]:
-    """FlashMLA's get_mla_metadata: cut every request's KV blocks into ``parts`` contiguous shares of
-    about ``ceil(total / parts) + overhead`` blocks, charging ``overhead`` blocks per segment (the
-    cost of starting a request: loading Q, writing O and LSE). Returns each part's segments in order."""
-    parts = max(1, parts)
-    total = sum(b + overhead for b in blocks_per_request)
-    payload = -(-total // parts) + overhead
-    out: list[list[tuple[int, int, int, int]]] = []
-    idx, block, split = 0, 0, 0
-    n = len(blocks_per_request)
-    for _ in range(parts):
-        segs: list[tuple[int, int, int, int]] = []
-        remain = payload
-        while idx < n:
-            left = blocks_per_request[idx] - block
-            if remain >= left + overhead:
-                segs.append((idx, block, blocks_per_request[idx], split))
-                remain -= left + overhead
-                idx, block, split = idx + 1, 0, 0
-            else:
-                if remain - overhead > 0:
-                    take = remain - overhead
-                    segs.append((idx, block, block + take, split))
-                    block += take
-                    split += 1
-                break
-        out.append(segs)
-    n_splits: dict[int, int] = {}
-    for segs in out:
-        for req, _b0, _b1, sp in segs:
-            n_splits[req] = max(n_splits.get(req, 0), sp + 1)
-    return [[KvSegment(r, b0, b1, sp, n_splits[r]) for r, b0, b1, sp in segs] for segs in out]
 
 
 def _plan_splitkv(sched: Schedule, arch: Arch, order: list[tuple[int, ...]], cluster_members: Any,

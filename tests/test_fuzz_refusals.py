@@ -152,6 +152,11 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
             2,
         ),
         ("schedule: negative metrics.flops", ["predict", str(tmp / "flops.yaml"), "-q", "--json"], 2),
+        (
+            "--set: a negative count where the default is not (it would run no loop and look fast)",
+            ["predict", "gemm_splitk_reduce", "--arch", "a100", "--set", "PARTITIONS_PER_STAGE=-1", "-q"],
+            2,
+        ),
         ("csv: an unclosed quote", ["validate", str(tmp / "unclosed.csv"), "-j", "1", "-q", "--json"], 2),
         ("csv: a NUL byte", ["validate", str(tmp / "nul.csv"), "-j", "1", "-q", "--json"], 2),
         ("rank-check: nothing to order", ["rank-check", deepbench, "-j", "1", "--json"], 2),

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from gpusim.arch import Arch
 from gpusim.dtypes import bytes_per_element, canonical_dtype
 from gpusim.errors import (
+    GpusimError,
     InputError,
     LaunchTooLarge,
     LimitExceeded,
@@ -260,8 +261,8 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
                     env[key] = value
                     continue
             env[key] = _eval(value, env, where)
-            if section == "problem" and key == "dtype":
-                continue
+            if section == "params" and key in overrides:
+                _check_param_sign(env[key], raw, env, where)
         if section == "problem":
             _check_problem_sizes(spec, env, src)
             if "dtype" not in env:
@@ -384,6 +385,18 @@ def _check_problem_sizes(spec: ScheduleSpec, env: dict[str, Any], src: str) -> N
                 raise InputError(f"{where}: expected 0 or 1, got {number}")
             raise LimitExceeded(f"{where}: {number:,} is larger than gpusim simulates (at most 2**40)")
         env[key] = number
+
+
+def _check_param_sign(value: Any, default: Any, env: dict[str, Any], where: str) -> None:
+    """A ``--set`` param whose default is a number >= 0 (a size, a count, a 0/1 switch) is not negative."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value >= 0:
+        return
+    try:
+        default_value = _eval(default, env, where)
+    except GpusimError:
+        return
+    if isinstance(default_value, int | float) and not isinstance(default_value, bool) and default_value >= 0:
+        raise InputError(f"{where}: expected a value >= 0 (the default is {default_value:g}), got {value:g}")
 
 
 def _check_launch_size(grid: list[tuple[str, int]], splits: int, src: str) -> None:
