@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import InputError, ScheduleRefused, quote
+from gpusim.errors import InputError, ScheduleRefused, UnknownNameError, quote
 from gpusim.result import Prediction
 from gpusim.schedule.expr import ExprError, as_expr
 from gpusim.yamlio import read_yaml_mapping
@@ -247,7 +247,12 @@ def predict_sequence(
             )
         values = resolve_sets(step, symbols, where)
         key = repr((step.schedule, sorted(values.items(), key=lambda kv: str(kv[0]))))
-        prediction = seen.get(key) or predict_kernel(step.schedule, arch_obj, values)
+        try:
+            prediction = seen.get(key) or predict_kernel(step.schedule, arch_obj, values)
+        except UnknownNameError as exc:  # an unknown schedule name is named with its place in the file
+            if exc.where:
+                raise
+            raise UnknownNameError(exc.kind, exc.name, exc.known, where=f"{where}.schedule") from None
         seen[key] = prediction
         hidden_us = 0.0
         if step.launch == "pdl" and previous is not None:

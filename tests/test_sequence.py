@@ -8,7 +8,7 @@ import pytest
 
 from gpusim.api import load_arch as gpusim_load_arch
 from gpusim.arch import load_arch
-from gpusim.errors import InputError, ScheduleRefused
+from gpusim.errors import InputError, ScheduleRefused, UnknownNameError
 from gpusim.sequence import is_sequence_file, load_sequence, predict_kernel, predict_sequence
 
 SEQ = """
@@ -65,6 +65,22 @@ def test_overrides_reach_the_kernels_and_unknown_ones_are_refused(tmp_path: Path
     assert small.time_us < big.time_us
     with pytest.raises(InputError, match="--set m: not a symbol"):
         predict_sequence(seq, arch, {"m": 1})
+
+
+def test_an_unknown_schedule_is_named_with_its_place_in_the_file(tmp_path: Path) -> None:
+    seq = load_sequence(
+        _write(
+            tmp_path,
+            SEQ.replace("{launch}", "stream").replace(
+                "schedule: stream\n  set: {op: scale", "schedule: straem\n  set: {op: scale"
+            ),
+        )
+    )
+    with pytest.raises(
+        UnknownNameError,
+        match=r"kernels\[1\] \(second\)\.schedule: unknown schedule 'straem'; did you mean 'stream'",
+    ):
+        predict_sequence(seq, load_arch("h100"))
 
 
 @pytest.mark.parametrize(
