@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from gpusim.api import _resolve_schedule, load_arch
 from gpusim.schedule.expr import Expr
 from gpusim.sim.engine import _operand_multicast, _tma_multicasts
-from gpusim.sim.l2cache import panel_miss_fractions
+from gpusim.sim.l2cache import panel_misses
 from gpusim.sim.piecewise import IntervalEval, constant_runs
 from gpusim.sim.scheduler import ClusterOrder, plan_work
 
@@ -75,7 +75,7 @@ def test_lazy_plan_equals_eager_plan(
     if group_identical:
         multicast = _operand_multicast(_tma_multicasts(sched))
         l2 = arch.memory.l2_size_bytes
-        assert panel_miss_fractions(sched, lazy, l2, multicast) == eager_miss_fractions(
+        assert panel_misses(sched, lazy, l2, multicast)[0] == eager_miss_fractions(
             sched, eager, l2, multicast
         )
 
@@ -85,9 +85,7 @@ def test_a_small_l2_evicts_the_same_panels() -> None:
     sched = _resolve_schedule("gemm_ws_pingpong", arch, {"M": 3000, "N": 5000, "K": 700})
     lazy, eager = plan_work(sched, arch), eager_plan_work(sched, arch)
     for l2 in (1e5, 3e6, 2e7):
-        assert panel_miss_fractions(sched, lazy, l2, {"A": 2}) == eager_miss_fractions(
-            sched, eager, l2, {"A": 2}
-        )
+        assert panel_misses(sched, lazy, l2, {"A": 2})[0] == eager_miss_fractions(sched, eager, l2, {"A": 2})
 
 
 @pytest.mark.parametrize("raster", ["along_m", "along_n", "as_listed", "heuristic"])

@@ -24,13 +24,6 @@ from gpusim.sim.scheduler import WorkPlan
 from gpusim.sim.slotcolumns import NotColumnar, combined_codes
 
 
-def panel_miss_fractions(
-    sched: Schedule, plan: WorkPlan, l2_bytes: float, multicast: dict[str, int] | None = None
-) -> list[dict[str, float]]:
-    """Per wave, operand name -> fraction of its L2 reads that come from HBM (``panel_misses``)."""
-    return panel_misses(sched, plan, l2_bytes, multicast)[0]
-
-
 def panel_misses(
     sched: Schedule, plan: WorkPlan, l2_bytes: float, multicast: dict[str, int] | None = None
 ) -> tuple[list[dict[str, float]], float]:
