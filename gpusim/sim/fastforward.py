@@ -255,7 +255,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),
     EventBarrier: frozenset({"env", "name", "count", "arrivals", "waiters"}),
     Turnstile: frozenset({"env", "name", "members", "token", "done", "waiters"}),
-    ChunkBuffer: frozenset({"env", "name", "landed", "found", "waiters", "ff"}),
+    ChunkBuffer: frozenset({"env", "name", "landed", "found", "records", "waiters", "ff"}),
     CouplingGroup: frozenset({"rings", "pending"}),
 }
 
@@ -1236,16 +1236,19 @@ def _chunk_waits_hold(merged: dict[tuple, Any], d: dict[str, int]) -> bool:
             elif not d.get(k):
                 same.setdefault(k, set()).add(v)
     for (bid, chunk), low in lowest.items():
-        for tag in buffers[bid].landed.get(chunk, ()):
-            if (bid, chunk, tag_key(tag)) in lands or not any(d.get(k) for k in tag):
+        same = fixed[(bid, chunk)]
+        buffer = buffers[bid]
+        landed = buffer.landed.get(chunk, [])
+        # Only a tag with a moving value at or above the period's lowest can make a skipped wait differ;
+        # the tags landed before the first such one (most of a long run's) are not looked at.
+        for tag in landed[buffer.first_reaching(chunk, low) :]:
+            if not any(k in low and type(v) is int and v >= low[k] for k, v in tag.items()):
                 continue
-            if earlier_copy(bid, chunk, tag):
-                continue
-            same = fixed[(bid, chunk)]
             if any(not d.get(k) and v not in same.get(k, ()) for k, v in tag.items()):
                 continue  # a value no wait in the period names (another tile): no shifted wait matches it
-            if any(k in low and type(v) is int and v >= low[k] for k, v in tag.items()):
-                return False
+            if (bid, chunk, tag_key(tag)) in lands or earlier_copy(bid, chunk, tag):
+                continue
+            return False
     return True
 
 

@@ -10,6 +10,7 @@ are *coupled*: a stage can be refilled only when it is empty in every CTA of the
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -325,12 +326,16 @@ class ChunkBuffer:
         self.found: dict[int, dict[tuple[str, ...], dict[tuple[Any, ...], tuple[int, Tag]]]] = {}
         """An index of ``landed``: per chunk, per set of tag keys, the values of the first tag landed
         with them and its position, so a wait finds its tag without scanning every landing."""
+        self.records: dict[int, dict[str, tuple[list[int], list[int]]]] = {}
+        """Another index of ``landed``: per chunk and integer tag key, the values that set a new maximum
+        in landing order and where they landed, so the tags whose value of a key reaches a bound are
+        found without scanning the ones before them (:meth:`first_reaching`)."""
         self.waiters: list[tuple[Tag, int, simpy.Event]] = []
         self.ff: Any = None
         """The fast-forward controller, told of every landing and every wait."""
 
     def add_landed(self, chunk: int, tag: Tag) -> None:
-        """Record a landed tag (a copy) in ``landed`` and its index; nobody is woken."""
+        """Record a landed tag (a copy) in ``landed`` and its indexes; nobody is woken."""
         tag = dict(tag)
         landed = self.landed.setdefault(chunk, [])
         keys = tuple(tag)
@@ -338,7 +343,30 @@ class ChunkBuffer:
         first = self.found.setdefault(chunk, {}).setdefault(keys, {})
         if values not in first:
             first[values] = (len(landed), tag)
+        records = self.records.setdefault(chunk, {})
+        for key, value in tag.items():
+            if type(value) is int:
+                record = records.get(key)
+                if record is None:
+                    records[key] = ([value], [len(landed)])
+                elif value > record[0][-1]:
+                    record[0].append(value)
+                    record[1].append(len(landed))
         landed.append(tag)
+
+    def first_reaching(self, chunk: int, bounds: dict[str, int]) -> int:
+        """Where the first tag of ``chunk`` landed whose integer value of some key in ``bounds`` is at
+        least that key's bound (``len(landed[chunk])`` when none is): every tag before it is below
+        every bound."""
+        records = self.records.get(chunk, {})
+        first = len(self.landed.get(chunk, ()))
+        for key, bound in bounds.items():
+            record = records.get(key)
+            if record is not None:
+                i = bisect_left(record[0], bound)
+                if i < len(record[0]):
+                    first = min(first, record[1][i])
+        return first
 
     def first_landed(self, chunk: int, ctx: Tag) -> Tag | None:
         """The first landed tag of ``chunk`` that ``ctx`` names (``tag_matches``), or None."""
