@@ -91,12 +91,13 @@ def test_evaluated_values_are_range_checked_where_used(tmp_path: Path) -> None:
 
 
 def test_a_negative_warp_count_from_a_param_is_refused(tmp_path: Path) -> None:
-    """warps: -4 through a parameter gives an error, not threads_per_cta: -96."""
+    """warps: -4 through a parameter gives an error, not threads_per_cta: -96 (the param's own default is
+    negative: a --set of a negative value over a non-negative default is refused earlier, at the param)."""
     path = _variant(tmp_path, "    warps: 4\n", "    warps: WARPS\n").replace("", "")
-    text = Path(path).read_text().replace("  BM: 128\n", "  BM: 128\n  WARPS: 4\n")
+    text = Path(path).read_text().replace("  BM: 128\n", "  BM: 128\n  WARPS: 4 - BM // 16\n")
     Path(path).write_text(text)
     with pytest.raises(InputError, match=r"roles\.math\.warps: expected a whole number >= 1, got -4"):
-        load_schedule(path, load_arch("h100"), {"WARPS": -4})
+        load_schedule(path, load_arch("h100"))
 
 
 def test_statements_are_typed_models() -> None:
