@@ -131,3 +131,31 @@ def test_resources_of_the_2cta_cubin_text() -> None:
     assert (kernel.arch, kernel.registers_per_thread, kernel.barriers, kernel.max_threads_per_cta) == (
         "sm_100a", 110, 7, 256,
     )  # fmt: skip
+
+
+def test_measure_kernels_rows_are_in_the_measurement_format(tmp_path: Path) -> None:
+    """A measure-kernels row has every column, names its data and GPU, and reads back as a measurement."""
+    import csv
+
+    from gpusim.calibrate.measurements import COLUMNS, read_measurements
+    from gpusim.compiler.launch import Measurement
+
+    row = Measurement(
+        "stream.cu", "h200", "stream", "fp32", {"bytes": 1 << 30}, 513.0, {"gpu": "NVIDIA H200"}
+    ).row()
+    assert tuple(row) == COLUMNS
+    path = tmp_path / "kernels.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(row))
+        writer.writeheader()
+        writer.writerow(row)
+    (m,) = read_measurements([path])
+    assert (m.schedule, m.value) == ("stream", 513.0)
+    assert m.params["bytes"] == 1 << 30 or m.params["bytes"] == str(1 << 30)
+    assert m.params["data"] == "zeros" and m.params["gpu"] == "NVIDIA H200"
+
+
+def test_measure_kernels_only_names_an_unknown_kernel(run_cli) -> None:
+    rc, _, err = run_cli(["measure-kernels", "--only", "gemm_sync,nope"])
+    assert rc == 2
+    assert "no reference kernel nope" in err and "gemm_sync" in err

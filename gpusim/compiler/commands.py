@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpusim.errors import GpusimError
+from gpusim.errors import GpusimError, InputError, quote
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 IncludeOpt = Annotated[
@@ -153,6 +154,17 @@ def check_cmd(
 def measure_kernels_cmd(
     out: Annotated[str, typer.Option("--out", help="Measurement CSV to write.")] = "measured_kernels.csv",
     iters: Annotated[int, typer.Option("--iters", help="Timed launches per kernel.")] = 20,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            "--only",
+            help="Comma-separated kernel files or stems (gemm_sync,stream.cu); a kernel that faults poisons "
+            "the process's CUDA context, so a script that must survive one runs each in its own process.",
+        ),
+    ] = None,
+    build_dir: Annotated[
+        str | None, typer.Option("--build-dir", help="Keep the CUTLASS builds here and reuse them.")
+    ] = None,
 ) -> None:
     """Time the reference kernels (kernels/, the builds `gpusim check` reads) on the local GPU through
     cuda-python; rows in the measurement format. Kernels built for another SM are skipped, with a note."""
@@ -160,11 +172,19 @@ def measure_kernels_cmd(
 
     from gpusim.compiler.launch import default_problems, local_device, measure_kernel
 
+    problems = default_problems()
+    if only:
+        wanted = {w.strip().removesuffix(".cu") for w in only.split(",") if w.strip()}
+        known = {k.file.removesuffix(".cu") for k, _ in problems}
+        if unknown := sorted(wanted - known):
+            raise InputError(f"--only {quote(only)}: no reference kernel {', '.join(unknown)} "
+                             f"(known: {', '.join(sorted(known))})")  # fmt: skip
+        problems = [(k, p) for k, p in problems if k.file.removesuffix(".cu") in wanted]
     local_device()  # no GPU: one line, before any compile
     rows = []
-    for kernel, problem in default_problems():
+    for kernel, problem in problems:
         try:
-            rows.append(measure_kernel(kernel, problem, iters).row())
+            rows.append(measure_kernel(kernel, problem, iters, Path(build_dir) if build_dir else None).row())
         except GpusimError as exc:
             sys.stderr.write(f"gpusim: skipped {kernel.file}: {exc}\n")
     if not rows:
@@ -188,7 +208,6 @@ def build_for_predict(schedule: str, arch: str, build_file: str) -> Any:
     warnings printed on stderr; gpusim.predict(resources=...) takes it."""
     from gpusim.api import reference_arch
     from gpusim.compiler.build import inspect_file
-    from gpusim.errors import InputError
 
     if schedule.startswith("auto"):
         raise InputError("--resources needs a named schedule (a build is one kernel, not a search)")

@@ -8,10 +8,12 @@ Needs an NVIDIA GPU, its driver, cuda-python and the ``cuda`` extra; tests are m
 from __future__ import annotations
 
 import ctypes
+import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +38,24 @@ class Measurement:
     dtype: str
     problem: dict[str, int]
     time_us: float
+    provenance: dict[str, str] = field(default_factory=dict)
+    """The GPU's name, the driver's CUDA version, the date: written into ``params``."""
 
     def row(self) -> dict[str, Any]:
-        """A row of data/measurements/*.csv."""
-        return {"source": f"gpusim measure-kernels ({self.kernel})", "arch": self.arch, "schedule": self.schedule,
-                "dtype": self.dtype, **{k: self.problem.get(k, "") for k in ("M", "N", "K")}, "metric": "time",
-                "value": round(self.time_us, 3), "unit": "us", "notes": "kernels/" + self.kernel,
-                "params": ";".join(f"{k}={v}" for k, v in self.problem.items() if k not in {"M", "N", "K"})}  # fmt: skip
+        """A row of data/measurements/*.csv (every column of the measurement format)."""
+        from gpusim.calibrate.measurements import COLUMNS
+
+        extra = {k: v for k, v in self.problem.items() if k not in {"M", "N", "K"}}
+        params = {**extra, "data": "zeros", **self.provenance}
+        if not self.schedule:
+            params["unmapped"] = f"no gpusim schedule models kernels/{self.kernel}"
+        row = {column: "" for column in COLUMNS}
+        row.update(source=f"gpusim measure-kernels ({self.kernel})", arch=self.arch, schedule=self.schedule,
+                   dtype=self.dtype, **{k: self.problem[k] for k in ("M", "N", "K") if k in self.problem},
+                   metric="time", value=round(self.time_us, 3), unit="us",
+                   notes=f"kernels/{self.kernel}; operands zero-filled (low power: the clock stays near its maximum)",
+                   params=";".join(f"{k}={v}" for k, v in params.items()))  # fmt: skip
+        return row
 
 
 def checked(result: Any, what: str) -> Any:
@@ -143,29 +156,48 @@ def _plain_launch(driver: Any, kernel: ReferenceKernel, sm: str, problem: dict[s
     params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
 
     def launch() -> None:
+        # `params` holds the addresses of the ctypes values in `args`: naming `args` here keeps them alive
+        # for as long as `launch` is (freed, the kernel read garbage pointers: an illegal address on H200)
         checked(
-            driver.cuLaunchKernel(function, *grid, threads, 1, 1, smem, 0, ctypes.addressof(params), 0), name
+            driver.cuLaunchKernel(function, *grid, threads, 1, 1, smem, 0, ctypes.addressof(params), 0),
+            f"{name} ({len(args)} arguments)",
         )
 
     return launch, keep
 
 
-def measure_kernel(kernel: ReferenceKernel, problem: dict[str, int], iters: int = 20) -> Measurement:
+def cutlass_library(kernel: ReferenceKernel, sm: str, build_dir: Path) -> Path:
+    """The shared library of a CUTLASS reference kernel for ``sm`` in ``build_dir``, built unless a build
+    newer than the source is already there (a GPU session can build it beside other work, then time it)."""
+    library = build_dir / f"{kernel.path.stem}.{sm}.so"
+    if library.is_file() and library.stat().st_mtime >= kernel.path.stat().st_mtime:
+        return library
+    build_dir.mkdir(parents=True, exist_ok=True)
+    chain = find_toolchain()
+    includes = [f"-I{d}" for d in chain.include_dirs + chain.require_cutlass()]
+    partial = library.with_suffix(f".{os.getpid()}.partial.so")
+    _run([str(chain.nvcc), f"-arch={sm}", "-std=c++17", "-DNDEBUG", "--expt-relaxed-constexpr", "-shared",
+          "-Xcompiler", "-fPIC", *includes, str(kernel.path), "-o", str(partial)], f"{kernel.path}: nvcc -shared")  # fmt: skip
+    partial.replace(library)
+    return library
+
+
+def measure_kernel(
+    kernel: ReferenceKernel, problem: dict[str, int], iters: int = 20, build_dir: Path | None = None
+) -> Measurement:
     """Time one reference kernel on GPU 0 for ``problem`` (GEMM: M, N, K multiples of the tile;
-    stream: bytes; softmax: rows)."""
+    stream: bytes; softmax: rows). CUTLASS builds are kept in (and reused from) ``build_dir`` when given."""
     with (
         device_context() as (driver, sm, device_name),
         tempfile.TemporaryDirectory(prefix="gpusim-measure-") as tmp,
     ):
         arch = arch_of_device(device_name)
+        version = checked(driver.cuDriverGetVersion(), "cuDriverGetVersion")
+        driver_version = f"{version // 1000}.{version % 1000 // 10}"
         if kernel.cutlass:
             if sm != kernel.arch:
                 raise InputError(f"{kernel.file} targets {kernel.arch}; this GPU is {sm}")
-            chain = find_toolchain()
-            library = Path(tmp) / f"{kernel.path.stem}.so"
-            includes = [f"-I{d}" for d in chain.include_dirs + chain.require_cutlass()]
-            _run([str(chain.nvcc), f"-arch={sm}", "-std=c++17", "-DNDEBUG", "--expt-relaxed-constexpr", "-shared",
-                  "-Xcompiler", "-fPIC", *includes, str(kernel.path), "-o", str(library)], f"{kernel.path}: nvcc -shared")  # fmt: skip
+            library = cutlass_library(kernel, sm, build_dir or Path(tmp))
             run = ctypes.CDLL(str(library)).gpusim_run_gemm
             run.argtypes = [
                 ctypes.c_int,
@@ -191,7 +223,9 @@ def measure_kernel(kernel: ReferenceKernel, problem: dict[str, int], iters: int 
         if kernel.file in {"stream.cu", "softmax.cu"}
         else "bf16"
     )
-    return Measurement(kernel.file, arch, kernel.schedule or "", dtype, problem, time_us)
+    provenance = {"gpu": device_name, "cuda_driver": driver_version, "date": time.strftime("%Y-%m-%d"),
+                  "iters": str(iters)}  # fmt: skip
+    return Measurement(kernel.file, arch, kernel.schedule or "", dtype, problem, time_us, provenance)
 
 
 def default_problems() -> list[tuple[ReferenceKernel, dict[str, int]]]:
