@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpusim.calibrate.measure import _arch_id, _env
+from gpusim.calibrate.measure import FLUSH_BYTES, _arch_id, _env, time_events_us, time_graph_us
 from gpusim.calibrate.measurements import COLUMNS
 
 SQUARE = [256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384]
@@ -40,7 +40,6 @@ LLM_M = [16, 128, 512, 2048, 8192]
 ATTN_HEAD_DIMS = [64, 128, 256]
 ATTN_SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
 ATTN_TOKENS = 16384
-FLUSH_BYTES = 256 << 20
 HOW_EVENTS = "CUDA events around each call (host launch time included), 5 warm-up + 20 timed, median"
 HOW_HOT = "20 calls replayed from one CUDA graph, time per call, median of 10 replays (operands hot in L2)"
 HOW_GEMM = (
@@ -48,68 +47,6 @@ HOW_GEMM = (
     "(cold L2, no host launch gaps), median of 10 replays"
 )
 COPY_MIB = [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096]
-
-
-def time_us(torch: Any, fn: Any, warmup: int = 5, iters: int = 20) -> tuple[float, float, float]:
-    """(median, min, max) of ``iters`` timed calls after ``warmup`` untimed ones, in microseconds."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    times.sort()
-    return times[len(times) // 2], times[0], times[-1]
-
-
-def time_graph_us(
-    torch: Any, fn: Any, flush_bytes: int = 0, reps: int = 20, iters: int = 10
-) -> tuple[float, float, float]:
-    """(median, min, max) per call of ``reps`` calls replayed from one CUDA graph (no host launch gaps), over
-    ``iters`` replays. With ``flush_bytes``, each call follows a memset of that many bytes (L2 emptied of the
-    operands) and the same graph of memsets alone is subtracted: the call's time from a cold L2."""
-    flush = torch.empty(max(flush_bytes, 1), dtype=torch.uint8, device="cuda")
-    single_us = time_us(torch, fn, warmup=1, iters=3)[0]
-    reps = max(3, min(reps, int(4000.0 / max(single_us, 1.0))))  # ~4 ms of work per replay
-
-    def graph_of(body: Any) -> Any:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                body()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(reps):
-                body()
-        return graph
-
-    def replay_us(graph: Any) -> list[float]:
-        graph.replay()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(iters):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1000.0 / reps)
-        return sorted(times)
-
-    if not flush_bytes:
-        t = replay_us(graph_of(fn))
-        return t[len(t) // 2], t[0], t[-1]
-    both = replay_us(graph_of(lambda: (flush.zero_(), fn())))
-    alone = replay_us(graph_of(flush.zero_))
-    base = alone[len(alone) // 2]
-    return both[len(both) // 2] - base, both[0] - base, both[-1] - base
 
 
 def main() -> int:
@@ -212,7 +149,9 @@ def main() -> int:
         src = torch.empty(mib << 20, dtype=torch.uint8, device=dev)
         dst = torch.empty_like(src)
         timing = (
-            timer(lambda: dst.copy_(src), 0) if graphs else time_us(torch, lambda: dst.copy_(src), iters=50)
+            timer(lambda: dst.copy_(src), 0)
+            if graphs
+            else time_events_us(torch, lambda: dst.copy_(src), iters=50)
         )
         add(timing, start, schedule="stream", dtype="int8",
             params=f"op=copy;bytes={mib << 20}", notes="device-to-device copy_ (1 read + 1 write stream); both "
@@ -220,7 +159,7 @@ def main() -> int:
             + (HOW_HOT if graphs else "CUDA events, 5 warm-up + 50 timed, median"))  # fmt: skip
 
     def timer(fn: Any, flush_bytes: int) -> tuple[float, float, float]:
-        return time_graph_us(torch, fn, flush_bytes) if graphs else time_us(torch, fn)
+        return time_graph_us(torch, fn, flush_bytes) if graphs else time_events_us(torch, fn)
 
     plan: list[tuple[Any, tuple]] = []
     plan += [(gemm, (n, n, n, "bf16")) for n in SQUARE]

@@ -1,8 +1,11 @@
 """``gpusim measure``: time a standard set on the local NVIDIA GPU and write measurement rows.
 
 Needs PyTorch with CUDA (not a gpusim dependency). GEMMs via torch.mm, attention via
-flash_attn.flash_attn_func when installed else torch SDPA with the flash backend, bandwidth via a
-device-to-device copy; each timed with CUDA events after warm-up (median of the timed runs).
+flash_attn.flash_attn_func when installed else torch SDPA with the flash backend, and an elementwise
+stream (torch.mul); each replayed from a CUDA graph (:func:`time_graph_us`): a single call timed with
+events mostly measures the host's launch gap for anything under ~100 us (on an H200, every GEMM up to
+2048³ read 36-45 us evented against 2.5-25 us from a graph), and GEMMs follow a memset that empties the
+L2 of their operands. bench/gpu_torch_sweep.py times its wider set with the same functions.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ def _torch() -> Any:
     return torch
 
 
-def _time_us(torch: Any, fn: Any, warmup: int = 10, iters: int = 30) -> float:
+def time_events_us(torch: Any, fn: Any, warmup: int = 5, iters: int = 20) -> tuple[float, float, float]:
+    """(median, min, max) in microseconds of ``iters`` calls, each between two CUDA events, after
+    ``warmup`` untimed ones (the host's launch gap included: right for long kernels only)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -55,7 +60,58 @@ def _time_us(torch: Any, fn: Any, warmup: int = 10, iters: int = 30) -> float:
         end.synchronize()
         times.append(start.elapsed_time(end) * 1000.0)
     times.sort()
-    return times[len(times) // 2]
+    return times[len(times) // 2], times[0], times[-1]
+
+
+def time_graph_us(
+    torch: Any, fn: Any, flush_bytes: int = 0, reps: int = 20, iters: int = 10
+) -> tuple[float, float, float]:
+    """(median, min, max) per call, in microseconds, of up to ``reps`` calls replayed from one CUDA graph
+    (no host launch gaps; about 4 ms of work per replay), over ``iters`` replays. With ``flush_bytes``,
+    each call follows a memset of that many bytes (the L2 emptied of its operands) and the same graph of
+    memsets alone is subtracted: the call's time from a cold L2. A ``copy_`` captured this way becomes a
+    copy-engine memcpy node, not an SM kernel: time an elementwise kernel instead."""
+    flush = torch.empty(max(flush_bytes, 1), dtype=torch.uint8, device="cuda")
+    single_us = time_events_us(torch, fn, warmup=1, iters=3)[0]
+    reps = max(3, min(reps, int(4000.0 / max(single_us, 1.0))))
+
+    def graph_of(body: Any) -> Any:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                body()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(reps):
+                body()
+        return graph
+
+    def replay_us(graph: Any) -> list[float]:
+        graph.replay()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(iters):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0 / reps)
+        return sorted(times)
+
+    if not flush_bytes:
+        t = replay_us(graph_of(fn))
+        return t[len(t) // 2], t[0], t[-1]
+    both = replay_us(graph_of(lambda: (flush.zero_(), fn())))
+    alone = replay_us(graph_of(flush.zero_))
+    base = alone[len(alone) // 2]
+    return both[len(both) // 2] - base, both[0] - base, both[-1] - base
+
+
+FLUSH_BYTES = 256 << 20
+"""The memset before each timed GEMM: several times any current GPU's L2."""
 
 
 def _env(torch: Any) -> dict[str, str]:
@@ -125,9 +181,10 @@ def run_measure(out: str | Path, quick: bool = False) -> int:
         for dtype, tdt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
             a = torch.randn(m, k, device=dev, dtype=tdt)
             b = torch.randn(k, n, device=dev, dtype=tdt)
-            t = _time_us(torch, lambda a=a, b=b: torch.mm(a, b))
+            t = time_graph_us(torch, lambda a=a, b=b: torch.mm(a, b), FLUSH_BYTES)[0]
             add(schedule="auto:gemm", dtype=dtype, M=m, N=n, K=k, batch=1, metric="time", value=round(t, 3),
-                unit="us", notes="torch.mm, CUDA events, 10 warm-up + 30 timed, median")  # fmt: skip
+                unit="us", notes="torch.mm, random normal data; each call after a 256 MiB memset in one CUDA "
+                "graph, minus the memsets alone (cold L2, no launch gaps), median of 10 replays")  # fmt: skip
     try:
         from flash_attn import flash_attn_func
     except ImportError:
@@ -149,15 +206,16 @@ def run_measure(out: str | Path, quick: bool = False) -> int:
                     return F.scaled_dot_product_attention(qt, kt, vt, is_causal=bool(c))
 
             what = "torch SDPA flash backend (FlashAttention-2)"
-        t = _time_us(torch, fn)
+        t = time_graph_us(torch, fn)[0]
         add(schedule="attn_fa2_fwd", dtype="bf16", batch=b, heads=h, seqlen_q=s, seqlen_kv=s, head_dim=d,
-            causal=causal, metric="time", value=round(t, 3), unit="us", notes=f"{what}, forward, CUDA events")  # fmt: skip
+            causal=causal, metric="time", value=round(t, 3), unit="us", notes=f"{what}, forward, CUDA graph replays")  # fmt: skip
     for nbytes in COPY_BYTES:
-        src = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+        src = torch.randn(nbytes // 4, device=dev)
         dst = torch.empty_like(src)
-        t = _time_us(torch, lambda src=src, dst=dst: dst.copy_(src))
-        add(schedule="stream", dtype="int8", metric="time", value=round(t, 3), unit="us",
-            params=f"op=copy;bytes={nbytes}", notes="device-to-device copy_ (1 read + 1 write stream), CUDA events")  # fmt: skip
+        t = time_graph_us(torch, lambda src=src, dst=dst: torch.mul(src, 2.0, out=dst))[0]
+        add(schedule="stream", dtype="fp32", metric="time", value=round(t, 3), unit="us",
+            params=f"op=scale;bytes={nbytes}", notes="torch.mul(src, 2.0, out=dst): an elementwise SM kernel, "
+            "1 read + 1 write stream; CUDA graph replays")  # fmt: skip
     path = Path(out)
     with path.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(COLUMNS), lineterminator="\n")
