@@ -1240,8 +1240,16 @@ def _chunk_waits_hold(merged: dict[tuple, Any], d: dict[str, int]) -> bool:
         buffer = buffers[bid]
         landed = buffer.landed.get(chunk, [])
         # Only a tag with a moving value at or above the period's lowest can make a skipped wait differ;
-        # the tags landed before the first such one (most of a long run's) are not looked at.
-        for tag in landed[buffer.first_reaching(chunk, low) :]:
+        # the tags landed before the first such one (most of a long run's) are not looked at. Of the rest,
+        # only those whose non-moving values the period's waits name (the unit in progress, not every
+        # earlier one) can: the loop below skips the others, and an index finds the few it keeps.
+        start = buffer.first_reaching(chunk, low)
+        kept: list[int] | None = None
+        for key, values in same.items():
+            where = buffer.positions_with(chunk, key, values, start)
+            if where is not None and (kept is None or len(where) < len(kept)):
+                kept = where
+        for tag in landed[start:] if kept is None else (landed[i] for i in kept):
             if not any(k in low and type(v) is int and v >= low[k] for k, v in tag.items()):
                 continue
             if any(not d.get(k) and v not in same.get(k, ()) for k, v in tag.items()):

@@ -330,6 +330,11 @@ class ChunkBuffer:
         """Another index of ``landed``: per chunk and integer tag key, the values that set a new maximum
         in landing order and where they landed, so the tags whose value of a key reaches a bound are
         found without scanning the ones before them (:meth:`first_reaching`)."""
+        self.positions: dict[int, dict[str, dict[Any, list[int]]]] = {}
+        """A third index of ``landed``: per chunk, tag key and value, where the tags with that value
+        landed, in landing order (:meth:`positions_with`)."""
+        self.keyed: dict[int, dict[str, int]] = {}
+        """Per chunk and tag key, how many landed tags have the key."""
         self.waiters: list[tuple[Tag, int, simpy.Event]] = []
         self.ff: Any = None
         """The fast-forward controller, told of every landing and every wait."""
@@ -344,7 +349,11 @@ class ChunkBuffer:
         if values not in first:
             first[values] = (len(landed), tag)
         records = self.records.setdefault(chunk, {})
+        positions = self.positions.setdefault(chunk, {})
+        keyed = self.keyed.setdefault(chunk, {})
         for key, value in tag.items():
+            positions.setdefault(key, {}).setdefault(value, []).append(len(landed))
+            keyed[key] = keyed.get(key, 0) + 1
             if type(value) is int:
                 record = records.get(key)
                 if record is None:
@@ -367,6 +376,21 @@ class ChunkBuffer:
                 if i < len(record[0]):
                     first = min(first, record[1][i])
         return first
+
+    def positions_with(self, chunk: int, key: str, values: set[Any], start: int) -> list[int] | None:
+        """Where the tags of ``chunk`` landed, from position ``start`` on, whose value of ``key`` is one of
+        ``values``, in landing order; None when some landed tag lacks ``key`` (the index cannot say)."""
+        if self.keyed.get(chunk, {}).get(key, 0) != len(self.landed.get(chunk, ())):
+            return None
+        index = self.positions.get(chunk, {}).get(key, {})
+        found: list[int] = []
+        for value in values:
+            where = index.get(value)
+            if where:
+                found.extend(where[bisect_left(where, start) :])
+        if len(values) > 1:
+            found.sort()
+        return found
 
     def first_landed(self, chunk: int, ctx: Tag) -> Tag | None:
         """The first landed tag of ``chunk`` that ``ctx`` names (``tag_matches``), or None."""
