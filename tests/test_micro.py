@@ -291,3 +291,24 @@ def test_good_micro_requests_pass() -> None:
         (None, "wgmma_ss_n64"),
     ]:
         check_request(target, only)
+
+
+def test_the_measured_h200_file_identifies_the_constants_the_docs_quote() -> None:
+    """data/measured_pending/micro_h200_20261204.csv (an H200 run, docs/microbenchmarks.md): every experiment
+    returned rows, and the constants docs/microbenchmarks.md quotes follow from them."""
+    path = Path(__file__).resolve().parent.parent / "data" / "measured_pending" / "micro_h200_20261204.csv"
+    rows = read_measurements([path])
+    assert {m.schedule for m in rows} == {f"micro:{e}" for e in
+                                          ("wgmma", "wgmma_overlap", "operand_path", "mma_sync", "tensor_clock", "l2_bandwidth")}  # fmt: skip
+    assert all((precheck(m) or "").startswith("unmapped: microbenchmark") for m in rows)
+    c = {k.name: k.value for k in identify(rows, load_arch("h200"))}
+    assert c["tensor_issue_efficiency"] == pytest.approx(
+        1.0, abs=0.001
+    )  # wgmma SS N=256 at the datasheet rate
+    assert c["wgmma_efficiency_ss_n64"] == pytest.approx(0.81, abs=0.01)  # one warpgroup at N=64 cannot
+    assert c["wgmma_efficiency_ss_n64_2wg"] == pytest.approx(1.0, abs=0.001)  # ... two can
+    assert c["mma_sync_rate_8w_per_smsp"] == pytest.approx(2279, abs=1)  # 0.56 of wgmma
+    assert c["mma_sync_latency_cycles"] == pytest.approx(79, abs=0.5)
+    assert c["sustained_clock_mhz"] == pytest.approx(1633, abs=1)  # random bf16, board at 688 of 700 W
+    assert 0.55 < c["overlap_ss_n128_beside_ffma"] < 0.65 and 0.65 < c["overlap_ss_n128_beside_ex2"] < 0.75
+    assert c["l2_bandwidth_fraction"] == pytest.approx(0.847, abs=0.001)
