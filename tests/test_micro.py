@@ -294,9 +294,9 @@ def test_good_micro_requests_pass() -> None:
 
 
 def test_the_measured_h200_file_identifies_the_constants_the_docs_quote() -> None:
-    """data/measured_pending/micro_h200_20261204.csv (an H200 run, docs/microbenchmarks.md): every experiment
+    """data/measurements/micro_h200_20261204.csv (an H200 run, docs/microbenchmarks.md): every experiment
     returned rows, and the constants docs/microbenchmarks.md quotes follow from them."""
-    path = Path(__file__).resolve().parent.parent / "data" / "measured_pending" / "micro_h200_20261204.csv"
+    path = Path(__file__).resolve().parent.parent / "data" / "measurements" / "micro_h200_20261204.csv"
     rows = read_measurements([path])
     assert {m.schedule for m in rows} == {f"micro:{e}" for e in
                                           ("wgmma", "wgmma_overlap", "operand_path", "mma_sync", "tensor_clock", "l2_bandwidth")}  # fmt: skip
