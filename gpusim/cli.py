@@ -723,6 +723,7 @@ def measure_cmd(
         raise InputError("--only, --target, --build-dir and --list need --micro")
     from gpusim.calibrate.measure import run_measure
 
+    check_output_path(out or "measured_local.csv", "--out", (".csv",))
     n = run_measure(out or "measured_local.csv", quick=quick)
     sys.stdout.write(f"wrote {n} rows to {out or 'measured_local.csv'}\n")
 

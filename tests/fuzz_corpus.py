@@ -316,6 +316,15 @@ def cases(workdir: Path) -> list[tuple[str, list[str]]]:
                   ["--quick", "--micro", "--list"], ["--target", "sm_999", "--list"]]:  # fmt: skip
         add(f"measure micro {extra}", ["measure", "--micro", *extra])
     add("measure list without micro", ["measure", "--list"])
+    for extra in [["--only", ",,"], ["--only", "x" * 300], ["--iters", "0"], ["--iters", "-1"], ["--iters", "1e99"],
+                  ["--iters", "10000000000"], ["--out", "/proc/x.csv"], ["--out", f["dir"]], ["--out", "x.txt"],
+                  ["--build-dir", "/dev/full/x"], ["--build-dir", f["devnull"]], ["--build-dir", ""],
+                  ["--out", "/dev/full"]]:  # fmt: skip
+        add(f"measure-kernels {extra[0]} {extra[1][:20]!r}", ["measure-kernels", *extra])
+    add(
+        "measure standard out missing dir",
+        ["measure", "--out", str(Path(f["missing"]).parent / "no" / "x.csv")],
+    )
     return out
 
 

@@ -159,3 +159,32 @@ def test_measure_kernels_only_names_an_unknown_kernel(run_cli) -> None:
     rc, _, err = run_cli(["measure-kernels", "--only", "gemm_sync,nope"])
     assert rc == 2
     assert "no reference kernel nope" in err and "gemm_sync" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--only", ",,"], "names no kernel"),
+        (["--iters", "0"], "expected a count from 1"),
+        (["--iters", "1000000000"], "expected a count from 1"),
+        (["--out", "rows.txt"], "unknown extension"),
+        (["--out", "/nonexistent-dir/rows.csv"], "does not exist"),
+    ],
+)
+def test_measure_kernels_refuses_bad_options_before_any_work(run_cli, args: list[str], expected: str) -> None:
+    """Options are checked before the GPU is looked for, so the same line comes with or without one."""
+    rc, _, err = run_cli(["measure-kernels", *args])
+    assert rc == 2
+    assert expected in err and "GPU" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_measure_refuses_an_unwritable_out_before_timing(run_cli) -> None:
+    rc, _, err = run_cli(["measure", "--out", "/nonexistent-dir/rows.csv"])
+    assert rc == 2 and "does not exist" in err
+
+
+def test_measure_kernels_refuses_a_build_dir_that_is_a_file(tmp_path: Path, run_cli) -> None:
+    a_file = tmp_path / "build"
+    a_file.write_text("")
+    rc, _, err = run_cli(["measure-kernels", "--build-dir", str(a_file)])
+    assert rc == 2 and "not a directory" in err and "GPU" not in err

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gpusim.cli_guard import check_output_path
 from gpusim.errors import GpusimError, InputError, quote
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
@@ -151,6 +152,26 @@ def check_cmd(
     make_console().print(check_table(result))
 
 
+MAX_KERNEL_ITERS = 100_000
+"""The most timed launches ``measure-kernels`` accepts per kernel (20 is the default; more only adds time)."""
+
+
+def check_build_dir(build_dir: str) -> None:
+    """Refuse, before any compile, a ``--build-dir`` that is a file or whose parent directory is missing."""
+    shown = quote(build_dir)
+    if not build_dir.strip() or "\0" in build_dir:
+        raise InputError(f"--build-dir '{shown}': expected a directory path")
+    path = Path(build_dir)
+    try:
+        if path.exists() and not path.is_dir():
+            raise InputError(f"--build-dir '{shown}': exists and is not a directory")
+        parent = path.parent if str(path.parent) else Path(".")
+        if not path.exists() and not parent.is_dir():
+            raise InputError(f"--build-dir '{shown}': directory '{quote(parent)}' does not exist")
+    except OSError as exc:
+        raise InputError(f"--build-dir '{shown}': {exc.strerror or exc}") from None
+
+
 def measure_kernels_cmd(
     out: Annotated[str, typer.Option("--out", help="Measurement CSV to write.")] = "measured_kernels.csv",
     iters: Annotated[int, typer.Option("--iters", help="Timed launches per kernel.")] = 20,
@@ -172,9 +193,16 @@ def measure_kernels_cmd(
 
     from gpusim.compiler.launch import default_problems, local_device, measure_kernel
 
+    if not 1 <= iters <= MAX_KERNEL_ITERS:
+        raise InputError(f"--iters {iters}: expected a count from 1 to {MAX_KERNEL_ITERS:,}")
+    check_output_path(out, "--out", (".csv",))
+    if build_dir is not None:
+        check_build_dir(build_dir)
     problems = default_problems()
-    if only:
+    if only is not None:
         wanted = {w.strip().removesuffix(".cu") for w in only.split(",") if w.strip()}
+        if not wanted:
+            raise InputError(f"--only '{quote(only)}': names no kernel; give kernel stems (gemm_sync,stream)")
         known = {k.file.removesuffix(".cu") for k, _ in problems}
         if unknown := sorted(wanted - known):
             raise InputError(f"--only {quote(only)}: no reference kernel {', '.join(unknown)} "
