@@ -399,3 +399,15 @@ def test_the_searches_name_only_the_schedules_a_row_digest_covers() -> None:
                 problem = {"M": size, "N": size, "K": size, "dtype": dtype}
                 assert {c.schedule for c in gemm_space(arch, problem)} <= set(GEMM_SCHEDULES)
         assert {c.schedule for c in attention_space(arch, {})} <= set(ATTENTION_SCHEDULES)
+
+
+def test_every_shipped_measurement_row_parses() -> None:
+    """No row of data/measurements is malformed (a free-text ``params`` entry with ';' or ',' in it makes
+    one): a malformed row is reported and never predicted, so it would drop out of the accuracy figures."""
+    data = sorted((Path(__file__).resolve().parent.parent / "data" / "measurements").glob("*.csv"))
+    if not data:
+        pytest.skip("no measurement files next to the tests")
+    rows = read_measurements(data)
+    malformed = [f"{Path(m.file).name}:{m.line}: {m.error}" for m in rows if m.error]
+    assert not malformed, f"{len(malformed)} malformed rows, e.g. {malformed[:3]}"
+    assert len(rows) > 900
