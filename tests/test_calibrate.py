@@ -93,11 +93,13 @@ def test_interval_says_extrapolation_without_rows() -> None:
     assert "extrapolation" in iv.text and iv.contains(100.0)
 
 
-def test_measure_without_gpu_exits_2() -> None:
+def test_measure_without_gpu_exits_2(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "gpusim", "measure", "--out", "/dev/null"],
+    out = tmp_path / "measured.csv"
+    proc = subprocess.run([sys.executable, "-m", "gpusim", "measure", "--out", str(out)],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 2
     assert "GPU" in proc.stderr or "PyTorch" in proc.stderr
+    assert not out.exists()
