@@ -188,3 +188,16 @@ def test_measure_kernels_refuses_a_build_dir_that_is_a_file(tmp_path: Path, run_
     a_file.write_text("")
     rc, _, err = run_cli(["measure-kernels", "--build-dir", str(a_file)])
     assert rc == 2 and "not a directory" in err and "GPU" not in err
+
+
+def test_measure_kernels_build_dir_may_be_new_but_not_under_a_file(tmp_path: Path, run_cli) -> None:
+    """A missing --build-dir passes (it is created as mkdir -p; the unknown kernel stops the run after the
+    check, with or without a GPU); one under a file is refused."""
+    rc, _, err = run_cli(
+        ["measure-kernels", "--build-dir", str(tmp_path / "new" / "deeper"), "--only", "nope"]
+    )
+    assert rc == 2 and "build-dir" not in err and "no reference kernel nope" in err
+    a_file = tmp_path / "plain"
+    a_file.write_text("")
+    rc, _, err = run_cli(["measure-kernels", "--build-dir", str(a_file / "sub")])
+    assert rc == 2 and "is not a directory" in err and "GPU" not in err

@@ -157,17 +157,21 @@ MAX_KERNEL_ITERS = 100_000
 
 
 def check_build_dir(build_dir: str) -> None:
-    """Refuse, before any compile, a ``--build-dir`` that is a file or whose parent directory is missing."""
+    """Refuse, before any compile, a ``--build-dir`` that cannot become a directory: it, or the nearest
+    part of its path that exists, is not a directory (missing directories are created, as ``mkdir -p``)."""
     shown = quote(build_dir)
     if not build_dir.strip() or "\0" in build_dir:
         raise InputError(f"--build-dir '{shown}': expected a directory path")
-    path = Path(build_dir)
+    path = Path(build_dir).absolute()
     try:
-        if path.exists() and not path.is_dir():
-            raise InputError(f"--build-dir '{shown}': exists and is not a directory")
-        parent = path.parent if str(path.parent) else Path(".")
-        if not path.exists() and not parent.is_dir():
-            raise InputError(f"--build-dir '{shown}': directory '{quote(parent)}' does not exist")
+        existing = next(p for p in (path, *path.parents) if p.exists())
+        if not existing.is_dir():
+            what = (
+                "exists and is not a directory"
+                if existing == path
+                else f"'{quote(existing)}' is not a directory"
+            )
+            raise InputError(f"--build-dir '{shown}': {what}")
     except OSError as exc:
         raise InputError(f"--build-dir '{shown}': {exc.strerror or exc}") from None
 
