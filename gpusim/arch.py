@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpusim.dtypes import DtypeName
 from gpusim.errors import InputError, UnknownNameError, format_validation_error
@@ -252,6 +252,30 @@ class MmaUnit(StrictModel):
     """tcgen05 cta_group values supported (2 = the CTA pair of a TPC shares one MMA)."""
     dtypes: dict[DtypeName, MmaDtype]
     """Operand dtypes this unit executes."""
+    rate_by_warps_per_smsp: dict[int, float] | None = None
+    """mma.sync only: the fraction of ``flops_per_clk_per_sm`` an SM reaches when this many warps per
+    sub-partition issue mma.sync (independent chains), measured at a few counts and interpolated
+    linearly (engine-fidelity G5; the ``mma_sync_warps`` mechanism). One warp per SMSP cannot issue
+    fast enough to fill its tensor core; None: every count reaches the full rate."""
+
+    @field_validator("rate_by_warps_per_smsp")
+    @classmethod
+    def _rates_by_warps(cls, table: dict[int, float] | None) -> dict[int, float] | None:
+        if table is None:
+            return None
+        if not table:
+            raise ValueError("expected at least one 'warps per SMSP: fraction' entry")
+        last = 0.0
+        for warps, fraction in sorted(table.items()):
+            if warps < 1:
+                raise ValueError(f"warps per SMSP {warps}: expected a whole number >= 1")
+            if not 0 < fraction <= 1:
+                raise ValueError(f"{warps} warps per SMSP: fraction {fraction} outside (0, 1]")
+            if fraction < last:
+                raise ValueError(f"{warps} warps per SMSP: fraction {fraction} below the {last} of fewer warps "
+                                 "(more warps never issue slower)")  # fmt: skip
+            last = fraction
+        return dict(sorted(table.items()))
 
 
 class TensorCores(StrictModel):

@@ -12,7 +12,14 @@ from typing import Annotated, Any
 
 import typer
 
-from gpusim.cli_guard import PLOT_SUFFIXES, TRACE_SUFFIXES, YAML_SUFFIXES, check_output_path, run_guarded
+from gpusim.cli_guard import (
+    PLOT_SUFFIXES,
+    TRACE_SUFFIXES,
+    YAML_SUFFIXES,
+    check_build_dir,
+    check_output_path,
+    run_guarded,
+)
 from gpusim.cli_guard import write_json as _print_json
 from gpusim.compiler import commands as _compiler_commands
 from gpusim.errors import EXIT_CODES_HELP, GpusimError, InputError, quote
@@ -714,6 +721,8 @@ def measure_cmd(
             return
         path = out or "micro_local.csv"
         check_output_path(path, "--out", (".csv",))
+        if build_dir is not None:
+            check_build_dir(build_dir)
         n = run_micro(
             path, only=only, target=target, build_dir=build_dir, command="gpusim " + " ".join(sys.argv[1:])
         )
@@ -723,9 +732,10 @@ def measure_cmd(
         raise InputError("--only, --target, --build-dir and --list need --micro")
     from gpusim.calibrate.measure import run_measure
 
-    check_output_path(out or "measured_local.csv", "--out", (".csv",))
-    n = run_measure(out or "measured_local.csv", quick=quick)
-    sys.stdout.write(f"wrote {n} rows to {out or 'measured_local.csv'}\n")
+    path = out or "measured_local.csv"
+    check_output_path(path, "--out", (".csv",))
+    n = run_measure(path, quick=quick)
+    sys.stdout.write(f"wrote {n} rows to {path}\n")
 
 
 from gpusim.explore.commands import register as register_explore_commands  # noqa: E402

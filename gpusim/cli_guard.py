@@ -304,3 +304,23 @@ def check_output_path(path: str | None, option: str, suffixes: Iterable[str]) ->
     except OSError as exc:  # a name too long, a loop of symlinks
         raise InputError(f"{option} '{shown}': {exc.strerror or type(exc).__name__}") from None
     return target
+
+
+def check_build_dir(build_dir: str) -> None:
+    """Refuse, before any compile, a ``--build-dir`` that cannot become a directory: it, or the nearest
+    part of its path that exists, is not a directory (missing directories are created, as ``mkdir -p``)."""
+    shown = quote(build_dir)
+    if not build_dir.strip() or "\0" in build_dir:
+        raise InputError(f"--build-dir '{shown}': expected a directory path")
+    path = Path(build_dir).absolute()
+    try:
+        existing = next(p for p in (path, *path.parents) if p.exists())
+        if not existing.is_dir():
+            what = (
+                "exists and is not a directory"
+                if existing == path
+                else f"'{quote(existing)}' is not a directory"
+            )
+            raise InputError(f"--build-dir '{shown}': {what}")
+    except OSError as exc:
+        raise InputError(f"--build-dir '{shown}': {exc.strerror or exc}") from None

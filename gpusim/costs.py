@@ -38,7 +38,8 @@ def _fitted_model(arch: Arch) -> frozenset[str] | None:
     if overlay_file_of(arch) is None:
         return None
     try:
-        return overlay_model(arch.calibration.provenance.get("model"))
+        provenance = arch.calibration.provenance
+        return overlay_model(provenance.get("model"), provenance.get("model_known"))
     except InputError:
         return None
 
@@ -55,7 +56,7 @@ def _merge(arch: Arch, path: Path) -> Arch:
     except ValidationError as exc:
         raise InputError(format_validation_error(str(path), exc)) from None
     try:
-        fitted_model = overlay_model(provenance.get("model"))
+        fitted_model = overlay_model(provenance.get("model"), provenance.get("model_known"))
     except InputError as exc:
         raise InputError(f"{quote(path)}: {exc}") from None
     if "power" in fitted_model and arch.power is None:

@@ -35,14 +35,24 @@ MECHANISMS: dict[str, str] = {
     "tcgen05: A when it is read from shared memory, B always, B again for each m64 wgmma; a 2-CTA MMA "
     "half of each on each CTA), and an MMA ends no sooner than its reads (engine-fidelity G3; refuted on "
     "Hopper by DeepGEMM's measured FP8 throughput, docs/accuracy.md); off: the operand path is free",
+    "mma_sync_warps": "mma.sync runs at the fraction of its peak that the warps issuing it per sub-partition "
+    "reach (the arch's tensor_cores.mma_sync.rate_by_warps_per_smsp, measured; engine-fidelity G5; "
+    "gpusim.sim.mma_sync_rate); off, or on an arch without that table: at the peak whatever the warps",
 }
 """Every switchable mechanism with one line on what it does."""
 
-DEFAULT_ON: frozenset[str] = frozenset({"shared_tensor", "pipe_coupling"})
+DEFAULT_ON: frozenset[str] = frozenset({"shared_tensor", "pipe_coupling", "mma_sync_warps"})
 """Mechanisms on by default: the shared tensor core (the hardware's behaviour; the calibrated overlays
 are fitted with it) and pipe coupling (a no-op at the datasheet overlap of 1; an overlay fitted with it sets
 the overlap). The power model is off: it is not proven better on held-out rows everywhere (docs/power.md);
-an overlay fitted with it (h800's) turns it on for that arch's calibrated predictions."""
+an overlay fitted with it (h800's) turns it on for that arch's calibrated predictions. ``mma_sync_warps``
+has no fitted parameter (its table is measured) and is a no-op on archs without the table."""
+
+KNOWN_BEFORE_MODEL_KNOWN: frozenset[str] = frozenset(
+    {"power", "shared_tensor", "pipe_coupling", "smem_fills", "smem_operands"}
+)
+"""The mechanisms that existed when overlays began to record ``provenance.model_known``: an overlay
+without that field was fitted knowing these, and a default-on mechanism added since is on for it."""
 
 
 def parse_model(text: str | None, base: frozenset[str] = DEFAULT_ON) -> frozenset[str]:
@@ -81,6 +91,8 @@ def in_effect(name: str, arch: Arch) -> bool:
         return False
     if name == "pipe_coupling":
         return "shared_tensor" in on and arch.calibration.tensor_cuda_overlap < 1.0
+    if name == "mma_sync_warps":
+        return arch.tensor_cores.mma_sync.rate_by_warps_per_smsp is not None
     return True
 
 
@@ -102,17 +114,28 @@ power model off); such overlays have been used with the shared tensor core since
 coupling is a no-op at the overlap of 1 they carry (they have no ``tensor_cuda_overlap``)."""
 
 
-def overlay_model(recorded: object) -> frozenset[str]:
-    """The mechanisms an overlay was fitted with, from its ``provenance.model`` (a list of names)."""
-    if recorded is None:
-        return LEGACY_OVERLAY_MODEL
-    if not isinstance(recorded, list) or not all(isinstance(m, str) for m in recorded):
-        raise InputError("calibration overlay: field 'provenance.model': expected a list of mechanism names")
-    unknown = sorted(set(recorded) - set(MECHANISMS))
+def _names(value: object, field: str) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
+        raise InputError(
+            f"calibration overlay: field 'provenance.{field}': expected a list of mechanism names"
+        )
+    unknown = sorted(set(value) - set(MECHANISMS))
     if unknown:
-        raise InputError(f"calibration overlay: field 'provenance.model': unknown mechanism '{unknown[0]}'; "
+        raise InputError(f"calibration overlay: field 'provenance.{field}': unknown mechanism '{unknown[0]}'; "
                          f"known: {', '.join(sorted(MECHANISMS))}")  # fmt: skip
-    return frozenset(recorded)
+    return frozenset(value)
+
+
+def overlay_model(recorded: object, known: object = None) -> frozenset[str]:
+    """The mechanisms predictions with an overlay run with: those it was fitted with (its
+    ``provenance.model``, a list of names), plus the default-on mechanisms it did not know (not in its
+    ``provenance.model_known``; overlays without that field knew :data:`KNOWN_BEFORE_MODEL_KNOWN`)."""
+    known_set = KNOWN_BEFORE_MODEL_KNOWN if known is None else _names(known, "model_known")
+    return _fitted_with(recorded) | (DEFAULT_ON - known_set)
+
+
+def _fitted_with(recorded: object) -> frozenset[str]:
+    return LEGACY_OVERLAY_MODEL if recorded is None else _names(recorded, "model")
 
 
 def model_label(on: frozenset[str]) -> str:

@@ -64,9 +64,20 @@ def rows_with(mechanism: str, results: list[RowResult], costs: str, model: str |
             arch = arch_for(r.m.arch, costs, cache, model)  # type: ignore[arg-type]
         except GpusimError:
             continue
-        if in_effect(mechanism, arch):
+        if in_effect(mechanism, arch) and _schedule_can_feel(mechanism, r.m.schedule):
             out.add(r.m.index)
     return out
+
+
+def _schedule_can_feel(mechanism: str, schedule: str) -> bool:
+    """Whether the row's schedule (``a+b``: any part) can be changed by ``mechanism``: ``mma_sync_warps``
+    only by a schedule that issues mma.sync (an ``auto:`` search may pick one); the others by any."""
+    if mechanism != "mma_sync_warps":
+        return True
+    from gpusim.sim.mma_sync_rate import schedule_issues_mma_sync
+
+    parts = [s.strip() for s in schedule.split("+") if s.strip()]
+    return any(part.startswith("auto:") or schedule_issues_mma_sync(part) for part in parts)
 
 
 def run_ablations(files: list[str], results: list[RowResult], *, costs: str, model: str | None,

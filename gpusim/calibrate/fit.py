@@ -34,7 +34,7 @@ from gpusim.calibrate.stats import error_pct, error_stats, log_residual_quantile
 from gpusim.calibrate.validate import precheck
 from gpusim.costs import with_calibration
 from gpusim.errors import InputError
-from gpusim.mechanisms import mechanisms_of
+from gpusim.mechanisms import MECHANISMS, mechanisms_of
 from gpusim.sim.power import ClockStart
 
 PRIOR_WEIGHT = 0.05
@@ -412,6 +412,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
         "date": dt.datetime.now(dt.UTC).date().isoformat(),
         "fitted": names,
         "model": sorted(mechanisms_of(base)),
+        "model_known": sorted(MECHANISMS),
         "bounds": {p.name: [round(p.lo, 4), round(p.hi, 4)] for p in [*mult, *([add] if add else [])]},
         "at_bound": at_bound,
         "rows_used": len(fit_rows),

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpusim.cli_guard import check_output_path
+from gpusim.cli_guard import check_build_dir, check_output_path
 from gpusim.errors import GpusimError, InputError, quote
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
@@ -154,26 +154,6 @@ def check_cmd(
 
 MAX_KERNEL_ITERS = 100_000
 """The most timed launches ``measure-kernels`` accepts per kernel (20 is the default; more only adds time)."""
-
-
-def check_build_dir(build_dir: str) -> None:
-    """Refuse, before any compile, a ``--build-dir`` that cannot become a directory: it, or the nearest
-    part of its path that exists, is not a directory (missing directories are created, as ``mkdir -p``)."""
-    shown = quote(build_dir)
-    if not build_dir.strip() or "\0" in build_dir:
-        raise InputError(f"--build-dir '{shown}': expected a directory path")
-    path = Path(build_dir).absolute()
-    try:
-        existing = next(p for p in (path, *path.parents) if p.exists())
-        if not existing.is_dir():
-            what = (
-                "exists and is not a directory"
-                if existing == path
-                else f"'{quote(existing)}' is not a directory"
-            )
-            raise InputError(f"--build-dir '{shown}': {what}")
-    except OSError as exc:
-        raise InputError(f"--build-dir '{shown}': {exc.strerror or exc}") from None
 
 
 def measure_kernels_cmd(

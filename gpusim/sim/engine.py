@@ -28,6 +28,7 @@ from gpusim.sim.interp import Cta, RoleRunner
 from gpusim.sim.l2cache import panel_misses
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.sim.memory import FlowNetwork
+from gpusim.sim.mma_sync_rate import mma_sync_fraction
 from gpusim.sim.scheduler import ClusterUnit, SmGroup, WorkPlan, plan_work
 from gpusim.sim.sync import ChunkBuffer, EventBarrier, NamedBarrier, StageRing, Turnstile, couple
 from gpusim.sim.tilequeue import ClusterTiles, DynamicUnits, TileQueue
@@ -368,7 +369,10 @@ def simulate(
     rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core,
                             pipe_coupling="pipe_coupling" in mechanisms_of(arch),
                             smem_fills="smem_fills" in mechanisms_of(arch),
-                            smem_operands="smem_operands" in mechanisms_of(arch))  # fmt: skip
+                            smem_operands="smem_operands" in mechanisms_of(arch),
+                            mma_sync_fraction=mma_sync_fraction(sched, arch)
+                            if "mma_sync_warps" in mechanisms_of(arch)
+                            else 1.0)  # fmt: skip
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record:

@@ -74,10 +74,14 @@ class Rates:
     ``smem_fills`` mechanism, G3)."""
     smem_operands: bool = False
     """The tensor core's shared-memory operand reads do too (the ``smem_operands`` mechanism, G3)."""
+    mma_sync_fraction: float = 1.0
+    """The fraction of the arch's mma.sync rate the warps resident on an SM reach (the ``mma_sync_warps``
+    mechanism, G5; gpusim/sim/mma_sync_rate.py)."""
 
     @classmethod
     def from_arch(cls, arch: Arch, *, shared_tensor_core: bool = False, pipe_coupling: bool = False,
-                  smem_fills: bool = False, smem_operands: bool = False) -> Rates:  # fmt: skip
+                  smem_fills: bool = False, smem_operands: bool = False,
+                  mma_sync_fraction: float = 1.0) -> Rates:  # fmt: skip
         """Rates at the sustained clock, with the calibration block's efficiencies and fractions."""
         cal = arch.calibration
         ghz = arch.sustained_clock_mhz / 1000
@@ -108,6 +112,7 @@ class Rates:
             else 0.0,
             smem_fills=smem_fills,
             smem_operands=smem_operands,
+            mma_sync_fraction=mma_sync_fraction,
         )
 
     def mma_flops_per_ns(self, unit: str, dtype: str, where: str) -> float:
@@ -120,7 +125,8 @@ class Rates:
         if dtype not in spec.dtypes:
             raise ScheduleRefused(f"{where}: {unit} on {self.arch.id} has no {dtype} path; "
                                   f"supported: {', '.join(spec.dtypes)}")  # fmt: skip
-        return spec.dtypes[dtype].flops_per_clk_per_sm * self.clock_ghz * self.tensor_efficiency
+        rate = spec.dtypes[dtype].flops_per_clk_per_sm * self.clock_ghz * self.tensor_efficiency
+        return rate * self.mma_sync_fraction if unit == "mma_sync" else rate
 
 
 @dataclass(eq=False)
