@@ -16,7 +16,8 @@ calibration fields and are *applied* (held fixed at the measured value, not fitt
 The rest are reported for the arch files (with the CSV as their source) and for mechanisms still to
 come: the wgmma efficiency table by N and operand source (G7), the tensor/CUDA-core overlap coefficient
 (G1), the shared-memory total while wgmma reads its operands beside other traffic (G3), the mma.sync
-rate and latency (G5), the zero-data clock and the energy per tensor FLOP (G4), the one-SM L2 rate (G6).
+rate by warps per SMSP (G5: the GH100 arch files carry it since 2026-12-05) and latency, the zero-data
+clock and the energy per tensor FLOP (G4), the one-SM L2 rate (G6).
 """
 
 from __future__ import annotations
@@ -126,8 +127,8 @@ def identify(rows: list[Measurement], arch: Arch) -> list[MicroConstant]:
     }
     for k, x in sorted(sync_rates.items()):
         out.append(MicroConstant(f"mma_sync_rate_{k.removeprefix('mma_sync_bf16_')}", x, "FLOP/clk/SM",
-                                 "tensor_cores.mma_sync.dtypes.bf16.flops_per_clk_per_sm (arch file; the 4-warps-"
-                                 "per-SMSP value without ldmatrix)", f"{k}" + (f", {x / mpeak:.3f} of the arch's {mpeak:g}" if mpeak else "")))  # fmt: skip
+                                 "tensor_cores.mma_sync: dtypes.bf16.flops_per_clk_per_sm (the most warps "
+                                 "per SMSP, no ldmatrix) and rate_by_warps_per_smsp (each count / that rate)", f"{k}" + (f", {x / mpeak:.3f} of the arch's {mpeak:g}" if mpeak else "")))  # fmt: skip
     if (lat := v.get(("mma_sync_bf16_latency", "mma_latency_cycles", "mma"))) is not None:
         out.append(MicroConstant("mma_sync_latency_cycles", lat, "cycles", "tensor_cores.mma_sync.latency_cycles",
                                  "mma_sync_bf16_latency: cycles per dependent m16n8k16, one warp per SMSP"))  # fmt: skip
