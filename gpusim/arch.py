@@ -558,6 +558,11 @@ def _builtin_arch(arch_id: str) -> Arch:
     return load_arch_file(_builtin_paths()[arch_id])
 
 
+def builtin_arch_path(arch_id: str) -> Path:
+    """The file of the built-in arch ``arch_id`` (an id, not an alias)."""
+    return _builtin_paths()[arch_id]
+
+
 def builtin_arch_ids() -> list[str]:
     """Ids of every built-in arch, oldest generation first (compute capability, then id)."""
     return [a.id for a in all_archs()]
@@ -571,6 +576,11 @@ def _alias_table() -> dict[str, str]:
         for alias in _builtin_arch(arch_id).aliases:
             table[alias.lower().replace("-", "_")] = arch_id
     return table
+
+
+def arch_alias_table() -> dict[str, str]:
+    """Every name :func:`resolve_arch_id` knows (ids and normalized aliases) -> the arch id."""
+    return dict(sorted(_alias_table().items()))
 
 
 def resolve_arch_id(name: str) -> str:

@@ -415,3 +415,35 @@ def test_every_shipped_measurement_row_parses() -> None:
     malformed = [f"{Path(m.file).name}:{m.line}: {m.error}" for m in rows if m.error]
     assert not malformed, f"{len(malformed)} malformed rows, e.g. {malformed[:3]}"
     assert len(rows) > 900
+
+
+def test_a_changed_arch_file_changes_the_digests_of_that_archs_rows_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row's inputs digest covers its own arch's file (reached through an alias too); a row naming no
+    built-in arch covers every arch file, since any of them could come to carry its name."""
+    import shutil
+
+    import gpusim.calibrate.carryover as carryover
+    from gpusim.arch import archs_dir
+
+    copy = tmp_path / "archs"
+    shutil.copytree(archs_dir(), copy)
+    monkeypatch.setattr(carryover, "builtin_arch_path", lambda arch_id: copy / f"{arch_id}.yaml")
+    monkeypatch.setattr(carryover, "arch_files", lambda: sorted(copy.glob("*.yaml")))
+    rows = [_row(**STREAM, value=10), _row(**{**STREAM, "arch": "a100"}, value=10),
+            _row(**{**STREAM, "arch": "sm_90"}, value=10), _row(**{**STREAM, "arch": "no_such_gpu"}, value=10)]  # fmt: skip
+    measurements = read_measurements([_write(tmp_path, "m.csv", rows)])
+
+    def digests() -> list[str]:
+        carry = carryover.Carryover(costs="datasheet", model=None, max_events=None)
+        carry.digest_rows(measurements)
+        return [carry.digests[m.index] for m in measurements]
+
+    before = digests()
+    (copy / "a100.yaml").write_text((copy / "a100.yaml").read_text() + "\n# changed\n")
+    after = digests()
+    assert [a == b for a, b in zip(before, after, strict=True)] == [True, False, True, False]
+    (copy / "h100.yaml").write_text((copy / "h100.yaml").read_text() + "\n# changed\n")
+    last = digests()
+    assert [a == b for a, b in zip(after, last, strict=True)] == [False, True, False, False]

@@ -78,7 +78,7 @@ def _carry_note(summary: dict[str, Any]) -> list[str]:
         return [f"{rows_note} All rows were predicted in this run.", ""]
     dates = ", ".join(summary.get("carried_from") or [])
     return [f"{rows_note} {carried} of the {summary['rows']} rows were carried over from the runs of {dates} "
-            "(`--reuse-unchanged`: the row, the arch files, its arch's calibration overlay, the schedule files "
+            "(`--reuse-unchanged`: the row, its arch's file and calibration overlay, the schedule files "
             "and the options are unchanged since; gpusim's code is not in the digest), the rest were predicted "
             "in this run.", ""]  # fmt: skip
 

@@ -1,13 +1,14 @@
 """Row results carried between ``gpusim validate --markdown`` runs whose inputs did not change.
 
 Beside the accuracy report, validate writes every row's result to ``<report>_rows.csv`` with a
-digest of what the row's prediction reads: the row itself, every arch file, the calibration overlay
+digest of what the row's prediction reads: the row itself, the file of the row's arch (every arch file
+when the row names no built-in arch) and the alias table that resolves its name, the calibration overlay
 of the row's arch (calibrated costs), the schedule files the row's prediction can read (the schedules it
 names, or every schedule its ``auto:`` search may try, with the parts their ``extends`` chains compose
 them from; every schedule file when it names none gpusim knows), and the options (costs, model, work limit,
 --arch). ``--reuse-unchanged`` takes a row's result from
 that file when its digest is the same, and predicts only the rest, so refitting one arch's overlay
-re-predicts that arch's rows and nothing else.
+re-predicts that arch's rows and nothing else, and so does editing one arch file.
 
 The digest does not cover gpusim's own code, as the report's input digest does not: after a change
 to the engine, run without ``--reuse-unchanged`` (the report says how many rows were carried over and
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusim.arch import resolve_arch_id
+from gpusim.arch import arch_alias_table, builtin_arch_path, resolve_arch_id
 from gpusim.calibrate.accuracy import arch_files, files_digest, schedule_files
 from gpusim.calibrate.measurements import Measurement
 from gpusim.calibrate.overlay import find_overlay
@@ -72,15 +73,25 @@ class Carryover:
     """Also reuse rows that were skipped for the work limit (by default they are predicted again)."""
     _shared: str | None = None
     _overlays: dict[str, str] = field(default_factory=dict)
+    _archs: dict[str, str] = field(default_factory=dict)
     _schedules: dict[str, str] = field(default_factory=dict)
 
     def digest_rows(self, rows: list[Measurement]) -> None:
         """Compute every row's inputs digest (once, at the start of the run)."""
         if self._shared is None:
             options = f"{self.costs}|{self.model}|{self.max_events}|{self.arch_filter}"
-            self._shared = hashlib.sha256((files_digest(arch_files()) + options).encode()).hexdigest()
+            self._shared = hashlib.sha256((repr(arch_alias_table()) + options).encode()).hexdigest()
         for m in rows:
             self.digests[m.index] = self._row_digest(m)
+
+    def _arch_digest(self, arch_name: str) -> str:
+        if arch_name not in self._archs:
+            try:
+                paths = [builtin_arch_path(resolve_arch_id(arch_name))]
+            except GpusimError:
+                paths = arch_files()
+            self._archs[arch_name] = files_digest(paths)
+        return self._archs[arch_name]
 
     def _overlay_digest(self, arch_name: str) -> str:
         if self.costs != "calibrated":
@@ -99,7 +110,7 @@ class Carryover:
         return self._schedules[schedule]
 
     def _row_digest(self, m: Measurement) -> str:
-        parts = [self._shared or "", self._overlay_digest(m.arch), self._schedule_digest(m.schedule), m.source,
+        parts = [self._shared or "", self._arch_digest(m.arch), self._overlay_digest(m.arch), self._schedule_digest(m.schedule), m.source,
                  m.arch, m.schedule, m.dtype,
                  repr(sorted(m.dims.items())), m.metric, repr(m.value), m.unit,
                  repr(sorted((k, repr(v)) for k, v in m.params.items())), repr(m.error)]  # fmt: skip
