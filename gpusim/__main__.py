@@ -1,5 +1,5 @@
 """``python -m gpusim`` runs the command line."""
 
-from gpusim.cli import main
+from gpusim.console import main
 
 main()

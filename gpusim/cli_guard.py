@@ -8,7 +8,9 @@ import errno
 import json
 import math
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -29,6 +31,7 @@ EXIT_REFUSED = 3
 EXIT_DEADLOCK = 4
 EXIT_LIMIT = 5
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + signal.SIGTERM
 EXIT_INTERNAL = 70
 """A bug in gpusim (never expected; reported in one line, the traceback with GPUSIM_DEBUG=1)."""
 
@@ -118,9 +121,20 @@ def _standard_streams() -> None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (``kill``, a job scheduler, a CI timeout): unwinds like Ctrl-C, so the process
+    pools of validate, calibrate and explore stop their workers instead of leaving them running."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def run_guarded(app: Callable[..., Any]) -> NoReturn:
     """Run the typer ``app`` and exit with a documented status; every failure is one line on stderr."""
     _standard_streams()
+    if threading.current_thread() is threading.main_thread():  # signal handlers live in the main thread
+        signal.signal(signal.SIGTERM, _raise_terminated)
     help_json = _help_as_json(sys.argv[1:])
     try:
         rv = _run_capturing_help(app) if help_json else app(standalone_mode=False)
@@ -128,6 +142,8 @@ def run_guarded(app: Callable[..., Any]) -> NoReturn:
         _fail(f"error: {one_line(str(exc))}", exit_code_for(exc))
     except KeyboardInterrupt:
         _fail("interrupted", EXIT_INTERRUPTED)
+    except Terminated:
+        _fail("terminated", EXIT_TERMINATED)
     except Abort:  # typer turns an EOF on a prompt, or Ctrl-C in some places, into Abort
         _fail("interrupted", EXIT_INTERRUPTED)
     except Exit as exc:

@@ -126,7 +126,7 @@ SimulationTimeout = SimulationLimitExceeded
 
 EXIT_CODES_HELP = (
     "Exit status: 0 ok; 2 bad input or usage; 3 refused by a hardware or budget check; "
-    "4 deadlock; 5 over a limit."
+    "4 deadlock; 5 over a limit; 130 Ctrl-C; 143 SIGTERM."
 )
 
 

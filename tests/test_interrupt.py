@@ -36,3 +36,43 @@ def test_ctrl_c_during_parallel_validate_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 130, (proc.returncode, err[-800:])
     assert err.strip() == "gpusim: interrupted", err[-800:]
     assert "Traceback" not in out
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigterm_to_a_parallel_validate_stops_its_workers_too(tmp_path: Path) -> None:
+    """``kill PID`` (a job scheduler, a CI timeout) reaches only the parent; its worker processes must
+    not go on predicting rows for nobody."""
+    files = sorted(str(p) for p in (builtin_dir("data") / "measurements").glob("*.csv"))
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpusim", "validate", *files, "--jobs", "2", "--quiet"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    time.sleep(4.0)
+    os.kill(proc.pid, signal.SIGTERM)  # the parent only
+    try:
+        _, err = proc.communicate(timeout=60)
+        deadline = time.monotonic() + 10
+        while _group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        orphans = _group_alive(proc.pid)
+    finally:
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, err[-800:])
+    assert err.strip() == "gpusim: terminated", err[-800:]
+    assert not orphans, "worker processes outlived the terminated validate"

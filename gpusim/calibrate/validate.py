@@ -278,17 +278,18 @@ def map_in_processes(fn: Any, tasks: list[Any], jobs: int) -> Iterator[Any]:
     parent stops them at once and reports one line); a worker's gpusim error reaches the caller
     unchanged."""
     context = multiprocessing.get_context("spawn")
-    # Ctrl-C is blocked (not ignored) while the workers start: they inherit the mask and never see it,
-    # and one pressed meanwhile stays pending for the parent, which gets it once unblocked below.
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    # The workers start with Ctrl-C ignored: an ignored signal stays ignored across exec, and Python
+    # keeps it so, so a Ctrl-C while a worker is still importing gpusim prints nothing there. The
+    # parent blocks it meanwhile; one pressed in those milliseconds is dropped (press again).
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous_handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         processes = max(1, min(jobs, len(tasks), os.cpu_count() or 1))
         pool = context.Pool(processes=processes, initializer=_ignore_interrupts)
-    except BaseException:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        raise
+    finally:
+        signal.signal(signal.SIGINT, previous_handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
     try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         results = pool.imap_unordered(fn, tasks)
         for _ in tasks:
             while True:

@@ -6,8 +6,10 @@ retry a point whose worker died, so killing a worker loses no results.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -71,6 +73,11 @@ class LocalExecutor:
         processes = getattr(pool, "_processes", None) or {}
         return sorted(processes)
 
+    def _stop_workers(self) -> None:
+        for pid in self.worker_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
     def run(self, points: Sequence[Point], costs: Costs, archs: Archs = None) -> Iterator[dict[str, Any]]:
         pending = {p.index: p for p in points}
         deaths: Counter[int] = Counter()
@@ -100,6 +107,9 @@ class LocalExecutor:
                             continue
                         del pending[point.index]
                         yield row
+            except BaseException:
+                self._stop_workers()  # Ctrl-C, SIGTERM, a caller that stops early: no point finishes
+                raise
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
                 self._pool = None
