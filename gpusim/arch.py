@@ -317,6 +317,15 @@ class Power(StrictModel):
     hbm_pj_per_byte: float = Field(gt=0)
     """Energy per byte read from or written to HBM, beyond its L2 pass (memory rail: not clock-scaled)."""
 
+    @model_validator(mode="after")
+    def _static_under_the_limit(self) -> Power:
+        if self.static_power_w >= self.board_power_limit_w:
+            raise ValueError(
+                f"static_power_w {self.static_power_w:g} W is not below board_power_limit_w "
+                f"{self.board_power_limit_w:g} W: no clock would leave the kernel any power"
+            )
+        return self
+
 
 class Features(StrictModel):
     """Feature flags; each must agree with the rest of the file."""
@@ -471,6 +480,14 @@ class Arch(StrictModel):
         if rate is None:
             return None
         return rate * self.sm_count * self.clocks.tensor_clock_mhz * 1e6 / 1e12
+
+    def fastest_peak_tflops(self) -> float:
+        """The highest dense peak of any tensor-core dtype or the FP32 CUDA cores, in TFLOPS: no kernel,
+        whatever its dtype, issues FLOPs faster."""
+        dtypes = {
+            d for name in MMA_UNITS if (unit := self.tensor_cores.unit(name)) is not None for d in unit.dtypes
+        }
+        return max([self.fp32_peak_tflops(), *(self.dense_peak_tflops(d) or 0.0 for d in dtypes)])
 
     def fp32_peak_tflops(self) -> float:
         """FP32 CUDA-core peak in TFLOPS at the CUDA-core clock."""

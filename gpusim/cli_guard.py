@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from gpusim.errors import DeadlockError, GpusimError, InputError, ScheduleRefused, SimulationTimeout, quote
+from gpusim.sim.limits import stop_simulations
 
 try:  # typer vendors click from 0.26 on
     from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
@@ -127,7 +128,13 @@ class Terminated(BaseException):
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
+    stop_simulations(Terminated)
     raise Terminated
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    stop_simulations(KeyboardInterrupt)
+    raise KeyboardInterrupt
 
 
 def run_guarded(app: Callable[..., Any]) -> NoReturn:
@@ -135,6 +142,8 @@ def run_guarded(app: Callable[..., Any]) -> NoReturn:
     _standard_streams()
     if threading.current_thread() is threading.main_thread():  # signal handlers live in the main thread
         signal.signal(signal.SIGTERM, _raise_terminated)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when Ctrl-C is ignored
+            signal.signal(signal.SIGINT, _raise_interrupted)
     help_json = _help_as_json(sys.argv[1:])
     try:
         rv = _run_capturing_help(app) if help_json else app(standalone_mode=False)
@@ -160,6 +169,11 @@ def run_guarded(app: Callable[..., Any]) -> NoReturn:
     except BrokenPipeError:  # the reader went away (| head): nothing left to say to anyone
         _silence_stdout()
         sys.exit(EXIT_OK)
+    except SystemExit as exc:
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            _silence_stdout()  # typer met the broken pipe first and exits 1 itself: the same case
+            sys.exit(EXIT_OK)
+        raise
     except OSError as exc:
         if (
             exc.filename is None and exc.errno is not None

@@ -13,6 +13,7 @@ from typing import Any
 from gpusim.arch import Arch
 from gpusim.calibrate.intervals import prediction_interval
 from gpusim.costs import overlay_file_of
+from gpusim.errors import InputError
 from gpusim.mechanisms import mechanisms_of
 from gpusim.report.attribution import attribute
 from gpusim.result import Prediction
@@ -95,6 +96,23 @@ def at_clock(arch: Arch, clock_mhz: float) -> Arch:
     return arch.model_copy(update={"calibration": cal})
 
 
+PEAK_HEADROOM = 1.25
+"""How far above the arch's fastest dense peak (at its listed tensor clock) a prediction may land before
+it is refused: room for a power-model clock above the listed one."""
+
+
+def _check_work_done(sched: Any, arch: Any, kernel_tflops: float) -> None:
+    """Refuse a prediction faster than the hardware can issue the problem's FLOPs: the schedule did less
+    work than its problem counts (``--set KT=0``, a tile or MMA size of 0)."""
+    fastest = arch.fastest_peak_tflops()
+    if sched.flops > 0 and kernel_tflops > fastest * PEAK_HEADROOM:
+        raise InputError(
+            f"{sched.name} on {arch.id}: the simulated kernel would run at {kernel_tflops:,.0f} TFLOPS, above "
+            f"the {fastest:,.0f} TFLOPS of the arch's fastest dtype: the schedule does less work than the "
+            f"{sched.flops:.3g} FLOPs its problem counts (a loop count, tile or MMA size of 0?)"
+        )
+
+
 def summarize(
     run: SimRun, *, keep_timeline: bool = False, attributed: bool = True, interval_name: str | None = None
 ) -> Prediction:
@@ -147,6 +165,7 @@ def summarize(
         else:
             params[key] = sched.env[key]
     time_us = total_ns / 1000
+    _check_work_done(sched, arch, sched.flops / kernel_ns / 1e3)
     return Prediction(
         schedule=sched.name,
         arch=arch.id,

@@ -25,6 +25,10 @@ COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 INT_COLUMNS = ("M", "N", "K", "batch", "heads", "seqlen_q", "seqlen_kv", "head_dim", "causal")
 
+MIN_MEASURED_VALUE = 1e-9
+"""The smallest measured value a row may give: a femtosecond in us, far below any real measurement in
+the units gpusim reads; a smaller one makes the error overflow."""
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -146,6 +150,9 @@ def _row(path: Path, line: int, index: int, header: list[str], cells: list[str])
             raise ValueError(f"column value: '{quote(text, 40)}' is not a number") from None
         if not math.isfinite(value) or value <= 0:
             raise ValueError(f"column value: '{quote(text, 40)}' is not a positive finite number")
+        if value < MIN_MEASURED_VALUE:  # its error would overflow: no unit gpusim reads goes this low
+            raise ValueError(f"column value: '{quote(text, 40)}' is below {MIN_MEASURED_VALUE:g}, "
+                             "no measurement of any unit gpusim reads")  # fmt: skip
         params = parse_params(rec["params"])
     except ValueError as exc:
         return Measurement(**base, error=f"{where}: {exc}")

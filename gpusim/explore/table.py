@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 from gpusim.explore.point import (
     IDENTITY_COLUMNS,
     METRIC_COLUMNS,
@@ -109,7 +109,18 @@ def write_results(rows: Sequence[dict[str, Any]], path: str | Path) -> None:
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a Parquet result file (as written by :func:`write_results`)."""
+    """Rows of a Parquet result file (as written by :func:`write_results`); a file that is not one is
+    an :class:`InputError` naming it."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return pq.read_table(path).to_pylist()
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(
+            f"{quote(path)}: not a Parquet results file gpusim can read ({quote(exc)})"
+        ) from None
+    missing = [name for name in ("schedule", "arch") if name not in table.column_names]
+    if missing:
+        raise InputError(f"{quote(path)}: not a gpusim results file (no {', '.join(missing)} column)")
+    return table.to_pylist()

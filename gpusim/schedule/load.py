@@ -197,15 +197,17 @@ def _raster(raw: str, env: dict[str, Any], where: str) -> str:
     return _word(raw, RASTERS, env, where)
 
 
-def _check_choice(spec: ScheduleSpec, key: str, value: Any) -> None:
-    """Refuse a word-valued symbol's value outside its declared ``choices``, naming the closest."""
+def _check_choice(spec: ScheduleSpec, key: str, value: Any, where: str | None = None) -> None:
+    """Refuse a word-valued symbol's value outside its declared ``choices``, naming the closest.
+    ``where``: the field of a file's own default (default: the ``--set`` override)."""
     words = spec.choices[key]
     if str(value) in words:
         return
     close = difflib.get_close_matches(str(value), words, n=1, cutoff=0.0)
     hint = f"; did you mean '{close[0]}'?" if close else ""
-    raise InputError(f"--set {key}={quote(str(value), 60)}: {spec.schedule} takes {key} one of "
-                     f"{', '.join(words)}{hint}")  # fmt: skip
+    field = where or f"--set {key}={quote(str(value), 60)}"
+    shown = f" {quote(str(value), 60)}" if where else ""
+    raise InputError(f"{field}:{shown} {spec.schedule} takes {key} one of {', '.join(words)}{hint}")
 
 
 def canonical_overrides(spec: ScheduleSpec, overrides: dict[str, Any], src: str) -> dict[str, Any]:
@@ -226,9 +228,15 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
     for alias, target in spec.aliases.items():
         if target not in known:
             raise UnknownNameError("symbol", target, known, where=f"{src}: aliases.{alias}")
-    for key in spec.choices:
+    for key, words in spec.choices.items():
         if key not in known:
             raise UnknownNameError("symbol", key, known, where=f"{src}: choices.{key}")
+        if not words:
+            raise InputError(f"{src}: choices.{key}: an empty list; name the words {key} may take")
+        default = spec.problem.get(key, spec.params.get(key))
+        if key not in overrides and isinstance(default, str):
+            section = "problem" if key in spec.problem else "params"
+            _check_choice(spec, key, default, where=f"{src}: {section}.{key}")
     overrides = canonical_overrides(spec, overrides, src)
     for key in overrides:
         if key not in known:

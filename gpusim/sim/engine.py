@@ -26,7 +26,7 @@ from gpusim.sim.fastforward import FastForward, Jump, stale_timer
 from gpusim.sim.hardware import PIPES, Rates, SimSM
 from gpusim.sim.interp import Cta, RoleRunner
 from gpusim.sim.l2cache import panel_misses
-from gpusim.sim.limits import DEFAULT_MAX_EVENTS
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS, WorkBudget, start_budget
 from gpusim.sim.memory import FlowNetwork
 from gpusim.sim.mma_sync_rate import mma_sync_fraction
 from gpusim.sim.scheduler import ClusterUnit, SmGroup, WorkPlan, plan_work
@@ -128,6 +128,7 @@ class _Builder:
         """The tile counter of a dynamic_persistent launch whose units differ (None otherwise)."""
         self.multicast = _tma_multicasts(sched)
         self.memo: dict[tuple, Any] = {}
+        self.work = WorkBudget(None)
         self.sync_warps = sum(
             r.warps * r.replicas
             for r in sched.roles.values()
@@ -188,6 +189,7 @@ class _Builder:
                 memo=self.memo,
                 first_warp=first_warp,
                 dynamic_names=self.dynamic_names,
+                work=self.work,
                 wave_of=None if tiles is None else units.wave,
             )
             if pair:
@@ -379,6 +381,7 @@ def simulate(
         net.hbm_rate_samples, net.l2_rate_samples, net.read_rate_samples = [], [], []
     dynamic = _dynamic_names(sched, plan)
     builder = _Builder(sched, arch, env, net, rates, miss, record, dynamic)
+    work = builder.work = start_budget(max_events)
     if plan.dynamic:
         builder.queue = TileQueue(plan)
     if not exact:
@@ -401,6 +404,7 @@ def simulate(
         # Only events that run simulation code count as work and can end the kernel: not an event nothing
         # waits on, nor a network or tensor-core timer whose rates changed since it was set.
         live = bool(head.callbacks) and not stale_timer(head)
+        work.left = work.per_step
         step()
         if not live:
             continue

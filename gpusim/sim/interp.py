@@ -13,6 +13,7 @@ import simpy
 from gpusim.errors import InputError
 from gpusim.schedule.program import Stmt
 from gpusim.sim.hardware import warps_per_smsp
+from gpusim.sim.limits import WorkBudget
 from gpusim.sim.sync import (
     ChunkBuffer,
     Credit,
@@ -63,6 +64,8 @@ class Cta:
     """The names whose values change as roles run (loop variables, ``tile``, the units' fields): an
     expression that reads none of them has one value per role replica, kept without a memo key
     (None: every expression goes through the memo)."""
+    work: WorkBudget = field(default_factory=lambda: WorkBudget(None))
+    """The program operations the simulation may still interpret (shared by all its CTAs)."""
     wave_of: Callable[[int], int] | None = None
     """The L2 model's wave of this CTA's ``i``-th unit when the units come from a tile counter
     (gpusim/sim/tilequeue.py); None: ``wave_offset + i``."""
@@ -127,6 +130,7 @@ class RoleRunner:
         self.spans: list[tuple[float, float, str]] | None = [] if cta.sm.record_spans else None
         self.frames: list[LoopFrame] = []
         """The loops the role is in, outermost first (the fast-forward reads and advances them)."""
+        self.work = cta.work
         self.pc: Stmt | None = None
         """The statement the role is executing (or blocked in)."""
         self.op_start_ns = 0.0
@@ -161,7 +165,11 @@ class RoleRunner:
         return {s.args.name for s, _ in walk(self.role.program) if s.op == "turn"}
 
     def _block(self, stmts: tuple[Stmt, ...]) -> Generator[simpy.Event, Any, None]:
+        work = self.work
         for i, stmt in enumerate(stmts):
+            work.left -= 1
+            if work.left < 0:
+                raise work.exhausted(f"{self.name} {stmt.where}")
             if stmt.guard is not None and not self._eval(stmt.guard, stmt):
                 continue
             self.pc = stmt
@@ -262,7 +270,11 @@ class RoleRunner:
         stop = self.count(stmt, args.stop, minimum=-math.inf, whole=True)
         frame = LoopFrame(stmt, var, start, stop)
         self.frames.append(frame)
+        work = self.work
         while frame.value < frame.stop:
+            work.left -= 1  # an iteration is work even when its body is empty or guarded off
+            if work.left < 0:
+                raise work.exhausted(f"{self.name} {stmt.where}")
             self.vars[var] = frame.value
             self.loop[var] = frame.value
             if self.ff is not None:
@@ -616,6 +628,8 @@ def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     args = stmt.args
     unit = args.unit
     m, n, k = (rr.size(stmt, e) for e in args.mnk)
+    if m < 1 or n < 1 or k < 1:  # a 0 would issue nothing while the problem's FLOPs still count
+        raise InputError(f"{stmt.where}: mnk evaluates to [{m:g}, {n:g}, {k:g}]; each must be at least 1")
     dtype = rr.cta.sched.mma_dtype(args.dtype, rr.vars)
     cta_group = 1 if args.cta_group is None else rr.count(stmt, args.cta_group, minimum=1)
     label = stmt.label or f"{unit} {int(m)}x{int(n)}x{int(k)}"

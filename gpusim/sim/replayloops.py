@@ -26,6 +26,11 @@ from typing import Any
 
 from gpusim.sim.piecewise import periods_holding
 
+MAX_FREED_KEYS = 200_000
+"""Freed stage tags the jumps of one replay may record (they grow with the periods jumped: a
+``K = 10**9`` mainloop would record tens of millions). Past it the replay stops jumping, runs out of
+its step budget and decides nothing: the simulation decides."""
+
 _MAX_MARKS = 64
 """Summaries kept per unit (the oldest are forgotten; a period longer than this is not found)."""
 
@@ -50,6 +55,8 @@ class LoopPeriods:
     def __init__(self, run: Any) -> None:
         self.run = run
         self.sweep = 0
+        self.freed_recorded = 0
+        """Freed stage tags the jumps recorded so far (bounded by :data:`MAX_FREED_KEYS`)."""
         self.marks: dict[tuple, tuple[int, dict[str, int], list[int]]] = {}
         self.logs: list[tuple[int, dict[tuple, tuple]]] = []
         self.freed: list[tuple[int, Any, tuple]] = []
@@ -123,6 +130,12 @@ class LoopPeriods:
             if periods < 1:
                 return False
         freed = [(ring, key) for sweep, ring, key in self.freed if sweep > since]
+        if freed:  # each jumped period records its freed stages: bound their memory
+            room = MAX_FREED_KEYS - self.freed_recorded
+            if room < len(freed):
+                return False  # no more jumps: the replay runs out of its step budget, undecided
+            periods = min(periods, room // len(freed))
+            self.freed_recorded += periods * len(freed)
         _apply(self.run, delta, moves, periods, freed)
         return True
 
