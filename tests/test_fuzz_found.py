@@ -106,3 +106,27 @@ def test_the_replays_freed_stage_record_is_bounded_and_changes_no_result(
     before = gpusim.predict("gemm_ws_pingpong", "h100", costs="datasheet", **problem).time_us
     monkeypatch.setattr(replayloops, "MAX_FREED_KEYS", 4)
     assert gpusim.predict("gemm_ws_pingpong", "h100", costs="datasheet", **problem).time_us == before
+
+
+def test_a_guard_that_evaluates_to_a_word_is_refused(tmp_path: Path) -> None:
+    text = (schedules_dir() / "stream.yaml").read_text()
+    guard = 'if: op == "scale" or op == "add" or op == "triad"'
+    assert guard in text
+    path = tmp_path / "word_guard.yaml"
+    path.write_text(text.replace(guard, "if: op"))
+    with pytest.raises(InputError, match="if: evaluates to the word 'copy', not a condition"):
+        gpusim.predict(str(path), "h100", costs="datasheet")
+
+
+def test_an_unknown_reference_arch_is_refused_even_with_an_arch_given(tmp_path: Path) -> None:
+    text = (schedules_dir() / "stream.yaml").read_text()
+    assert "reference_arch: h100" in text
+    path = tmp_path / "ref.yaml"
+    path.write_text(text.replace("reference_arch: h100", "reference_arch: h1000"))
+    with pytest.raises(InputError, match="reference_arch.*unknown arch 'h1000'"):
+        gpusim.predict(str(path), "a100", costs="datasheet")
+
+
+def test_an_empty_arch_option_is_refused(run_cli) -> None:
+    rc, _, err = run_cli(["predict", "stream", "--arch", ""])
+    assert rc == 2 and err.strip().startswith("gpusim: error: --arch '': an empty arch")

@@ -212,6 +212,21 @@ class ScheduleSpec(_Model):
                              "names the kernel in every report, and '+' joins kernels in a measured row)")  # fmt: skip
         return name
 
+    @field_validator("reference_arch")
+    @classmethod
+    def _a_known_arch(cls, name: str | None) -> str | None:
+        from gpusim.arch import resolve_arch_id
+        from gpusim.errors import GpusimError
+
+        if (
+            name is not None and not name.endswith((".yaml", ".yml")) and "/" not in name
+        ):  # a path: read later
+            try:
+                resolve_arch_id(name)
+            except GpusimError as exc:
+                raise ValueError(str(exc)) from None
+        return name
+
     @field_validator("roles")
     @classmethod
     def _some_role(cls, roles: dict[str, RoleSpec]) -> dict[str, RoleSpec]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 from gpusim.schedule.program import Stmt
 from gpusim.sim.hardware import warps_per_smsp
 from gpusim.sim.limits import WorkBudget
@@ -170,8 +170,13 @@ class RoleRunner:
             work.left -= 1
             if work.left < 0:
                 raise work.exhausted(f"{self.name} {stmt.where}")
-            if stmt.guard is not None and not self._eval(stmt.guard, stmt):
-                continue
+            if stmt.guard is not None:
+                taken = self._eval(stmt.guard, stmt)
+                if type(taken) is str:
+                    raise InputError(f"{stmt.where}: if: evaluates to the word {quote(taken, 60)!r}, not a "
+                                     "condition (compare it: op == \"copy\")")  # fmt: skip
+                if not taken:
+                    continue
             self.pc = stmt
             op = stmt.op
             if op == "for":
