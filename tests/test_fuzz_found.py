@@ -123,7 +123,7 @@ def test_an_unknown_reference_arch_is_refused_even_with_an_arch_given(tmp_path: 
     assert "reference_arch: h100" in text
     path = tmp_path / "ref.yaml"
     path.write_text(text.replace("reference_arch: h100", "reference_arch: h1000"))
-    with pytest.raises(InputError, match="reference_arch.*unknown arch 'h1000'"):
+    with pytest.raises(InputError, match=r"reference_arch.*unknown arch 'h1000'"):
         gpusim.predict(str(path), "a100", costs="datasheet")
 
 
