@@ -225,6 +225,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "ff",
             "constants",
             "varying",
+            "work",  # the work limit (gpusim.sim.limits): the same object before and after a period
         }
     ),
     Cta: frozenset(
@@ -250,6 +251,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "operand_multicast",
             "memo",
             "dynamic_names",
+            "work",
         }
     ),
     NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),
