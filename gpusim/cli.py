@@ -150,8 +150,9 @@ def predict(
         str, typer.Argument(help="Schedule name (see `gpusim schedules`), auto:gemm, or a YAML path.")
     ],
     arch: Annotated[
-        str, typer.Option("--arch", "-a", help="Arch id, alias or YAML path (default: the schedule's).")
-    ] = "",
+        str | None,
+        typer.Option("--arch", "-a", help="Arch id, alias or YAML path (default: the schedule's)."),
+    ] = None,
     sets: SetsOption = None,
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
@@ -235,7 +236,9 @@ def predict(
             console.print(table)
 
 
-def _predict_sequence(path: str, arch: str, overrides: dict[str, Any], as_json: bool, costs: str) -> None:
+def _predict_sequence(
+    path: str, arch: str | None, overrides: dict[str, Any], as_json: bool, costs: str
+) -> None:
     from rich.table import Table
 
     from gpusim.report.console import make_console

@@ -215,7 +215,7 @@ def register(app: typer.Typer) -> None:
     app.command("measure-kernels")(measure_kernels_cmd)
 
 
-def build_for_predict(schedule: str, arch: str, build_file: str) -> Any:
+def build_for_predict(schedule: str, arch: str | None, build_file: str) -> Any:
     """``predict --resources FILE``: the build (inspected once, for the schedule's arch), with its spill
     warnings printed on stderr; gpusim.predict(resources=...) takes it."""
     from gpusim.api import reference_arch

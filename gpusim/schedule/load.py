@@ -233,10 +233,6 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
             raise UnknownNameError("symbol", key, known, where=f"{src}: choices.{key}")
         if not words:
             raise InputError(f"{src}: choices.{key}: an empty list; name the words {key} may take")
-        default = spec.problem.get(key, spec.params.get(key))
-        if key not in overrides and isinstance(default, str):
-            section = "problem" if key in spec.problem else "params"
-            _check_choice(spec, key, default, where=f"{src}: {section}.{key}")
     overrides = canonical_overrides(spec, overrides, src)
     for key in overrides:
         if key not in known:
@@ -276,6 +272,10 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
             if "dtype" not in env:
                 raise InputError(f"{src}: problem.dtype: required field is missing")
             env["elem_bytes"] = bytes_per_element(env["dtype"])
+    for key in spec.choices:  # the file's own word values, as evaluated (B_MAJOR: "'k'" is the word k)
+        if key not in overrides and isinstance(env.get(key), str):
+            section = "problem" if key in spec.problem else "params"
+            _check_choice(spec, key, env[key], where=f"{src}: {section}.{key}")
     launch = _resolve_launch(spec, env, src)
     env["cluster_size"] = launch.cluster_size
     barriers = {
