@@ -12,19 +12,25 @@ from pathlib import Path
 from gpusim.resources import builtin_dir
 
 
-def test_ctrl_c_during_parallel_validate_is_one_line(tmp_path: Path) -> None:
+def _start_parallel_validate(tmp_path: Path) -> subprocess.Popen[str]:
+    """``gpusim validate`` of every measurement file in 2 worker processes, in its own process group
+    (as a terminal's foreground job)."""
     files = sorted(str(p) for p in (builtin_dir("data") / "measurements").glob("*.csv"))
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("PYTHONPATH", None)
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-m", "gpusim", "validate", *files, "--jobs", "2", "--quiet"],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
+        start_new_session=True,
     )
+
+
+def test_ctrl_c_during_parallel_validate_is_one_line(tmp_path: Path) -> None:
+    proc = _start_parallel_validate(tmp_path)
     time.sleep(4.0)  # let the workers start and begin predicting
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole group gets SIGINT
     try:
@@ -49,18 +55,7 @@ def _group_alive(pgid: int) -> bool:
 def test_sigterm_to_a_parallel_validate_stops_its_workers_too(tmp_path: Path) -> None:
     """``kill PID`` (a job scheduler, a CI timeout) reaches only the parent; its worker processes must
     not go on predicting rows for nobody."""
-    files = sorted(str(p) for p in (builtin_dir("data") / "measurements").glob("*.csv"))
-    env = {**os.environ, "NO_COLOR": "1"}
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpusim", "validate", *files, "--jobs", "2", "--quiet"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = _start_parallel_validate(tmp_path)
     time.sleep(4.0)
     os.kill(proc.pid, signal.SIGTERM)  # the parent only
     try:

@@ -338,6 +338,15 @@ def test_reuse_unchanged_predicts_again_a_row_that_was_over_the_work_limit(tmp_p
     assert isinstance(refused.exception, InputError) and "needs --reuse-unchanged" in str(refused.exception)
 
 
+def _row_digests(measurements: list) -> list[str]:
+    """Each row's ``--reuse-unchanged`` inputs digest (datasheet costs), in row order."""
+    from gpusim.calibrate.carryover import Carryover
+
+    carry = Carryover(costs="datasheet", model=None, max_events=None)
+    carry.digest_rows(measurements)
+    return [carry.digests[m.index] for m in measurements]
+
+
 def test_a_changed_schedule_file_changes_the_digests_of_the_rows_that_read_it_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -363,31 +372,28 @@ def test_a_changed_schedule_file_changes_the_digests_of_the_rows_that_read_it_on
             _row(**{**gemm, "schedule": "attn_bwd_preprocess+attn_fa3_bwd"}, value=12)]  # fmt: skip
     measurements = read_measurements([_write(tmp_path, "m.csv", rows)])
 
-    def digests() -> list[str]:
-        carry = carryover.Carryover(costs="datasheet", model=None, max_events=None)
-        carry.digest_rows(measurements)
-        return [carry.digests[m.index] for m in measurements]
-
-    before = digests()
+    before = _row_digests(measurements)
     assert "gemm_splitk_reduce" not in GEMM_SCHEDULES
     unread = copy / "gemm_splitk_reduce.yaml"
     unread.write_text(unread.read_text() + "\n# changed\n")
-    assert digests() == before  # no row reads it
+    assert _row_digests(measurements) == before  # no row reads it
     (copy / "gemm_ws_pingpong.yaml").write_text(
         (copy / "gemm_ws_pingpong.yaml").read_text() + "\n# changed\n"
     )
-    after = digests()
+    after = _row_digests(measurements)
     assert [a == b for a, b in zip(before, after, strict=True)] == [True, False, False, True]
     (copy / "parts" / "attention.yaml").write_text(
         (copy / "parts" / "attention.yaml").read_text() + "\n# x\n"
     )
-    again = digests()  # a part: the rows whose schedules extend it (FA3 backward and its pre-kernel)
+    again = _row_digests(
+        measurements
+    )  # a part: the rows whose schedules extend it (FA3 backward and its pre-kernel)
     assert [a == b for a, b in zip(after, again, strict=True)] == [True, True, True, False]
     (copy / "parts" / "gemm.yaml").write_text((copy / "parts" / "gemm.yaml").read_text() + "\n# x\n")
-    last = digests()
+    last = _row_digests(measurements)
     assert [a == b for a, b in zip(again, last, strict=True)] == [True, False, False, True]
     (copy / "parts" / "unused.yaml").write_text("mixes: {}\n")  # a part nothing extends: no row reads it
-    assert digests() == last
+    assert _row_digests(measurements) == last
 
 
 def test_the_searches_name_only_the_schedules_a_row_digest_covers() -> None:
@@ -435,15 +441,10 @@ def test_a_changed_arch_file_changes_the_digests_of_that_archs_rows_only(
             _row(**{**STREAM, "arch": "sm_90"}, value=10), _row(**{**STREAM, "arch": "no_such_gpu"}, value=10)]  # fmt: skip
     measurements = read_measurements([_write(tmp_path, "m.csv", rows)])
 
-    def digests() -> list[str]:
-        carry = carryover.Carryover(costs="datasheet", model=None, max_events=None)
-        carry.digest_rows(measurements)
-        return [carry.digests[m.index] for m in measurements]
-
-    before = digests()
+    before = _row_digests(measurements)
     (copy / "a100.yaml").write_text((copy / "a100.yaml").read_text() + "\n# changed\n")
-    after = digests()
+    after = _row_digests(measurements)
     assert [a == b for a, b in zip(before, after, strict=True)] == [True, False, True, False]
     (copy / "h100.yaml").write_text((copy / "h100.yaml").read_text() + "\n# changed\n")
-    last = digests()
+    last = _row_digests(measurements)
     assert [a == b for a, b in zip(after, last, strict=True)] == [False, True, False, False]
