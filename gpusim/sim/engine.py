@@ -115,7 +115,8 @@ def _operand_multicast(multicasts: dict[str, dict[str, int]]) -> dict[str, int]:
 
 class _Builder:
     def __init__(self, sched: Schedule, arch: Arch, env: simpy.Environment, net: FlowNetwork, rates: Rates,
-                 miss: list[dict[str, float]], record: bool, dynamic_names: frozenset[str]) -> None:  # fmt: skip
+                 miss: list[dict[str, float]], record: bool, dynamic_names: frozenset[str],
+                 work: WorkBudget) -> None:  # fmt: skip
         self.sched, self.arch, self.env, self.net, self.rates, self.miss, self.record = (
             sched, arch, env, net, rates, miss, record)  # fmt: skip
         self.dynamic_names = dynamic_names
@@ -128,7 +129,7 @@ class _Builder:
         """The tile counter of a dynamic_persistent launch whose units differ (None otherwise)."""
         self.multicast = _tma_multicasts(sched)
         self.memo: dict[tuple, Any] = {}
-        self.work = WorkBudget(None)
+        self.work = work
         self.sync_warps = sum(
             r.warps * r.replicas
             for r in sched.roles.values()
@@ -380,8 +381,8 @@ def simulate(
     if record:
         net.hbm_rate_samples, net.l2_rate_samples, net.read_rate_samples = [], [], []
     dynamic = _dynamic_names(sched, plan)
-    builder = _Builder(sched, arch, env, net, rates, miss, record, dynamic)
-    work = builder.work = start_budget(max_events)
+    work = start_budget(max_events)
+    builder = _Builder(sched, arch, env, net, rates, miss, record, dynamic, work)
     if plan.dynamic:
         builder.queue = TileQueue(plan)
     if not exact:
