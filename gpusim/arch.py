@@ -39,6 +39,24 @@ MAX_BANDWIDTH_BYTES_PER_S = 1e18
 """Bandwidth bounds (1 MB/s to 1 EB/s; real HBM and L2 are 0.9-30 TB/s)."""
 MAX_SM_COUNT = 4096
 """The most SMs an arch may have (the largest GPUs have under 200): the simulation holds state per SM."""
+MAX_LATENCY_NS = 1e6
+"""The longest latency an arch may give (1 ms; real memory latencies are 0.1-1 microseconds)."""
+MAX_LATENCY_CYCLES = 1e6
+"""The longest per-instruction latency in clocks (real MMA latencies are tens of clocks)."""
+MAX_BYTES = 2.0**50
+"""The largest memory size (1 PiB; the largest GPU memories are under 300 GB)."""
+MAX_SM_BYTES = 2**30
+"""The largest per-SM or per-block size in bytes or registers (real ones are under 300 KiB)."""
+MAX_PER_SM_COUNT = 2**20
+"""The most threads, warps, CTAs, schedulers or cores per SM or per block a file may give."""
+MAX_RATE_PER_CLK_PER_SM = 1e7
+"""The highest per-SM rate per clock (FLOP, ops or bytes; Blackwell's fp4 peak is ~65,000 FLOP/clk/SM)."""
+MAX_POWER_W = 100_000.0
+"""The highest board or static power (real boards draw under 2 kW)."""
+MAX_PJ = 1e6
+"""The highest energy per operation or byte (real ones are 0.1-100 pJ)."""
+MAX_SCALE = 1000.0
+"""The largest calibration scale factor."""
 ARCH_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$"
 """An arch id: letters, digits and ``_ . + -``, at most 64 characters (it names files and appears in messages)."""
 
@@ -61,32 +79,32 @@ class Memory(StrictModel):
 
     hbm_type: str
     """Memory technology, e.g. HBM3."""
-    hbm_capacity_bytes: float = Field(gt=0)
+    hbm_capacity_bytes: float = Field(gt=0, le=MAX_BYTES)
     """Device memory capacity (decimal bytes as the vendor quotes it)."""
     hbm_bandwidth_bytes_per_s: float = Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)
     """Peak device-memory bandwidth from the datasheet."""
-    hbm_latency_ns: float = Field(gt=0)
+    hbm_latency_ns: float = Field(gt=0, le=MAX_LATENCY_NS)
     """Load-to-use latency of an L2 miss served by device memory."""
-    l2_size_bytes: float = Field(gt=0)
+    l2_size_bytes: float = Field(gt=0, le=MAX_BYTES)
     """L2 cache capacity."""
     l2_bandwidth_bytes_per_s: float = Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)
     """Achievable aggregate L2-to-SM read bandwidth (NVIDIA does not publish it; measured)."""
-    l2_hit_latency_ns: float = Field(gt=0)
+    l2_hit_latency_ns: float = Field(gt=0, le=MAX_LATENCY_NS)
     """Load-to-use latency of an L2 hit in the near partition."""
-    l2_far_hit_latency_ns: float | None = Field(default=None, gt=0)
+    l2_far_hit_latency_ns: float | None = Field(default=None, gt=0, le=MAX_LATENCY_NS)
     """Load-to-use latency of an L2 hit in the far partition, where measured."""
 
 
 class Tmem(StrictModel):
     """Blackwell tensor memory per SM: lanes x columns x bits per cell."""
 
-    lanes: int = Field(gt=0)
+    lanes: int = Field(gt=0, le=MAX_PER_SM_COUNT)
     """Rows (lanes); 128 on sm_100."""
-    columns: int = Field(gt=0)
+    columns: int = Field(gt=0, le=MAX_PER_SM_COUNT)
     """Columns of 32-bit cells; 512 on sm_100."""
-    bits_per_cell: int = Field(gt=0)
+    bits_per_cell: int = Field(gt=0, le=MAX_PER_SM_COUNT)
     """Bits per cell; 32."""
-    min_alloc_columns: int = Field(gt=0)
+    min_alloc_columns: int = Field(gt=0, le=MAX_PER_SM_COUNT)
     """Smallest allocation; allocations are powers of two of at least this many columns."""
 
     @property
@@ -98,56 +116,56 @@ class Tmem(StrictModel):
 class SmLimits(StrictModel):
     """Per-SM resources and limits (the occupancy model)."""
 
-    registers_per_sm: int = Field(gt=0)
+    registers_per_sm: int = Field(gt=0, le=MAX_SM_BYTES)
     """32-bit registers per SM."""
-    max_registers_per_thread: int = Field(gt=0)
+    max_registers_per_thread: int = Field(gt=0, le=MAX_SM_BYTES)
     """Largest per-thread register count."""
-    max_registers_per_block: int = Field(gt=0)
+    max_registers_per_block: int = Field(gt=0, le=MAX_SM_BYTES)
     """Largest register count of one thread block."""
-    register_alloc_granularity_per_warp: int = Field(gt=0)
+    register_alloc_granularity_per_warp: int = Field(gt=0, le=MAX_SM_BYTES)
     """Registers are allocated per warp in multiples of this (256 on Volta to Blackwell)."""
-    smem_bytes_per_sm: int = Field(gt=0)
+    smem_bytes_per_sm: int = Field(gt=0, le=MAX_SM_BYTES)
     """Largest shared-memory carveout per SM."""
-    smem_bytes_per_block: int = Field(gt=0)
+    smem_bytes_per_block: int = Field(gt=0, le=MAX_SM_BYTES)
     """Largest dynamic shared memory one block may opt in to."""
-    smem_reserved_bytes_per_block: int = Field(ge=0)
+    smem_reserved_bytes_per_block: int = Field(ge=0, le=MAX_SM_BYTES)
     """Shared memory the CUDA runtime reserves per block."""
-    l1_smem_bytes_per_sm: int = Field(gt=0)
+    l1_smem_bytes_per_sm: int = Field(gt=0, le=MAX_SM_BYTES)
     """Unified L1 + texture + shared memory per SM."""
-    smem_bandwidth_bytes_per_clk: float = Field(gt=0)
+    smem_bandwidth_bytes_per_clk: float = Field(gt=0, le=MAX_RATE_PER_CLK_PER_SM)
     """Shared-memory bandwidth per SM (32 banks x 4 B)."""
-    max_threads_per_sm: int = Field(gt=0)
+    max_threads_per_sm: int = Field(gt=0, le=MAX_PER_SM_COUNT)
     """Resident threads per SM."""
-    max_warps_per_sm: int = Field(gt=0)
+    max_warps_per_sm: int = Field(gt=0, le=MAX_PER_SM_COUNT)
     """Resident warps per SM."""
-    max_ctas_per_sm: int = Field(gt=0)
+    max_ctas_per_sm: int = Field(gt=0, le=MAX_PER_SM_COUNT)
     """Resident thread blocks per SM."""
-    max_threads_per_block: int = Field(gt=0)
+    max_threads_per_block: int = Field(gt=0, le=MAX_PER_SM_COUNT)
     """Threads per block."""
-    warp_schedulers_per_sm: int = Field(gt=0)
+    warp_schedulers_per_sm: int = Field(gt=0, le=MAX_PER_SM_COUNT)
     """Warp schedulers (SM sub-partitions) per SM."""
-    tensor_cores_per_sm: int = Field(gt=0)
+    tensor_cores_per_sm: int = Field(gt=0, le=MAX_PER_SM_COUNT)
     """Tensor cores per SM."""
-    fp32_cores_per_sm: int = Field(gt=0)
+    fp32_cores_per_sm: int = Field(gt=0, le=MAX_PER_SM_COUNT)
     """FP32 CUDA cores per SM."""
     tmem: Tmem | None = None
     """Tensor memory (Blackwell sm_100/sm_103 only)."""
-    tmem_read_bytes_per_clk: float | None = Field(default=None, gt=0)
+    tmem_read_bytes_per_clk: float | None = Field(default=None, gt=0, le=MAX_RATE_PER_CLK_PER_SM)
     """TMEM-to-register bandwidth per SM (tcgen05.ld), where known."""
 
 
 class CudaCores(StrictModel):
     """CUDA-core and SFU throughput per SM per clock (at ``cuda_core_clock_mhz``)."""
 
-    fp32_flops_per_clk_per_sm: float = Field(gt=0)
+    fp32_flops_per_clk_per_sm: float = Field(gt=0, le=MAX_RATE_PER_CLK_PER_SM)
     """FP32 FLOP per clock per SM (2 per FMA)."""
-    fp64_flops_per_clk_per_sm: float = Field(gt=0)
+    fp64_flops_per_clk_per_sm: float = Field(gt=0, le=MAX_RATE_PER_CLK_PER_SM)
     """FP64 FLOP per clock per SM on the CUDA cores (2 per FMA)."""
-    int32_ops_per_clk_per_sm: float = Field(gt=0)
+    int32_ops_per_clk_per_sm: float = Field(gt=0, le=MAX_RATE_PER_CLK_PER_SM)
     """32-bit integer add/logic instructions per clock per SM (per thread-lane)."""
-    ex2_per_clk_per_sm: float = Field(gt=0)
+    ex2_per_clk_per_sm: float = Field(gt=0, le=MAX_RATE_PER_CLK_PER_SM)
     """SFU transcendental results (ex2, rcp, rsqrt, sin, cos, lg2) per clock per SM."""
-    cvt_per_clk_per_sm: float = Field(gt=0)
+    cvt_per_clk_per_sm: float = Field(gt=0, le=MAX_RATE_PER_CLK_PER_SM)
     """Conversions from 32-bit to smaller float types per clock per SM."""
 
 
@@ -223,7 +241,7 @@ class BlockScale(StrictModel):
 class MmaDtype(StrictModel):
     """Rate and legality of one operand dtype on one MMA unit."""
 
-    flops_per_clk_per_sm: float = Field(gt=0)
+    flops_per_clk_per_sm: float = Field(gt=0, le=MAX_RATE_PER_CLK_PER_SM)
     """Dense FLOP per clock per SM at the tensor clock (2 per multiply-add)."""
     accumulators: list[DtypeName]
     """Accumulator dtypes supported."""
@@ -246,7 +264,7 @@ class MmaUnit(StrictModel):
 
     issue_scope: Literal["warp", "warpgroup", "thread"]
     """Who issues one instruction."""
-    latency_cycles: float = Field(gt=0)
+    latency_cycles: float = Field(gt=0, le=MAX_LATENCY_CYCLES)
     """Issue-to-result latency of one instruction at its largest shape, in SM clocks."""
     cta_groups: list[int] = [1]
     """tcgen05 cta_group values supported (2 = the CTA pair of a TPC shares one MMA)."""
@@ -299,22 +317,22 @@ class Power(StrictModel):
     energy scales with the square of the voltage, which the power model takes as proportional to the
     clock (P_dynamic ~ f^3); HBM energy is on the memory rail and does not scale."""
 
-    board_power_limit_w: float = Field(gt=0)
+    board_power_limit_w: float = Field(gt=0, le=MAX_POWER_W)
     """Board power limit (TDP/TGP) the clock manager holds the average power under."""
-    static_power_w: float = Field(ge=0)
+    static_power_w: float = Field(ge=0, le=MAX_POWER_W)
     """Power drawn whatever the kernel does (leakage, idle clocks, board, memory refresh)."""
-    tensor_fp16_pj_per_flop: float = Field(gt=0)
+    tensor_fp16_pj_per_flop: float = Field(gt=0, le=MAX_PJ)
     """Energy per dense FP16/BF16 tensor-core FLOP; other dtypes cost the same per tensor-core clock
     (pJ/FLOP scaled by the FP16 rate over the dtype's rate)."""
-    fp32_pj_per_op: float = Field(gt=0)
+    fp32_pj_per_op: float = Field(gt=0, le=MAX_PJ)
     """Energy per CUDA-core lane operation (an FFMA counts once); also charged for int and cvt ops."""
-    sfu_pj_per_op: float = Field(gt=0)
+    sfu_pj_per_op: float = Field(gt=0, le=MAX_PJ)
     """Energy per SFU (MUFU) lane result."""
-    smem_pj_per_byte: float = Field(gt=0)
+    smem_pj_per_byte: float = Field(gt=0, le=MAX_PJ)
     """Energy per byte read or written in shared memory / L1 (lds/sts, TMA and cp.async landings, TMEM)."""
-    l2_pj_per_byte: float = Field(gt=0)
+    l2_pj_per_byte: float = Field(gt=0, le=MAX_PJ)
     """Energy per byte through the L2."""
-    hbm_pj_per_byte: float = Field(gt=0)
+    hbm_pj_per_byte: float = Field(gt=0, le=MAX_PJ)
     """Energy per byte read from or written to HBM, beyond its L2 pass (memory rail: not clock-scaled)."""
 
     @model_validator(mode="after")
@@ -344,9 +362,9 @@ class Features(StrictModel):
     """tcgen05 cta_group::2: one MMA spanning the two SMs of a TPC."""
     clusters: bool
     """Thread-block clusters."""
-    max_cluster_size: int = Field(ge=1)
+    max_cluster_size: int = Field(ge=1, le=MAX_PER_SM_COUNT)
     """Portable maximum CTAs per cluster (1 where clusters do not exist)."""
-    max_cluster_size_nonportable: int = Field(ge=1)
+    max_cluster_size_nonportable: int = Field(ge=1, le=MAX_PER_SM_COUNT)
     """Maximum CTAs per cluster with the non-portable opt-in."""
     distributed_smem: bool
     """Distributed shared memory across a cluster."""
@@ -361,15 +379,15 @@ class Calibration(StrictModel):
 
     origin: Literal["datasheet", "calibrated"] = "datasheet"
     """Where these values come from."""
-    sustained_clock_mhz: float | None = Field(default=None, gt=0)
+    sustained_clock_mhz: float | None = Field(default=None, gt=0, le=MAX_CLOCK_MHZ)
     """Clock sustained under tensor load; None means the tensor clock (datasheet)."""
     hbm_bandwidth_fraction: float = Field(default=1.0, gt=0, le=1)
     """Achievable fraction of datasheet HBM bandwidth."""
     l2_bandwidth_fraction: float = Field(default=1.0, gt=0, le=1)
     """Achievable fraction of the listed L2 bandwidth."""
-    latency_scale: float = Field(default=1.0, gt=0)
+    latency_scale: float = Field(default=1.0, gt=0, le=MAX_SCALE)
     """Multiplier on memory latencies."""
-    launch_overhead_ns: float = Field(default=0.0, ge=0)
+    launch_overhead_ns: float = Field(default=0.0, ge=0, le=MAX_LATENCY_NS)
     """Fixed time per kernel launch (the datasheet has none)."""
     tensor_issue_efficiency: float = Field(default=1.0, gt=0, le=1)
     """Achievable fraction of the tensor-core rate while the tensor core is busy."""
@@ -380,7 +398,7 @@ class Calibration(StrictModel):
     sub-partitions (the ``pipe_coupling`` mechanism, engine-fidelity G1): 1 (the datasheet value) is
     free overlap, 0 serialises the op's time with the tensor core. No microbenchmark of it exists
     yet, so it is fitted from measured rows."""
-    energy_scale: float = Field(default=1.0, gt=0)
+    energy_scale: float = Field(default=1.0, gt=0, le=MAX_SCALE)
     """Multiplier on every dynamic energy of the arch's ``power`` block (the power model's one fitted
     parameter; used only with the ``power`` mechanism on)."""
     provenance: dict[str, Any] = {}
@@ -414,7 +432,7 @@ class Arch(StrictModel):
     """MMA units and their per-dtype rates and shapes."""
     features: Features
     """Feature flags."""
-    tma_latency_extra_ns: float | None = Field(default=None, ge=0)
+    tma_latency_extra_ns: float | None = Field(default=None, ge=0, le=MAX_LATENCY_NS)
     """Extra latency of a TMA load over a plain global load (Hopper and later)."""
     power: Power | None = None
     """Board power limit and energy per operation (the power model; None: the arch has none)."""

@@ -123,6 +123,11 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int]]:
             ],
             2,
         ),
+        (
+            "arch: a 1e30 ns HBM latency",
+            ["archs", "show", _arch(tmp, "lat", "hbm_latency_ns: ", "hbm_latency_ns: 1.0e30 #")],
+            2,
+        ),
         ("arch: an id with a newline", ["archs", "show", _arch(tmp, "nl", "id: h100", 'id: "h100\\n"')], 2),
         ("overlay fitted for another arch", [*sync, "--overlay", overlay], 2),
         (
