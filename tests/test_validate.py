@@ -448,3 +448,15 @@ def test_a_changed_arch_file_changes_the_digests_of_that_archs_rows_only(
     (copy / "h100.yaml").write_text((copy / "h100.yaml").read_text() + "\n# changed\n")
     last = _row_digests(measurements)
     assert [a == b for a, b in zip(after, last, strict=True)] == [False, True, False, False]
+
+
+def test_the_report_names_built_in_schedules_by_their_path_in_the_repository_not_this_checkout() -> None:
+    from gpusim.calibrate.accuracy import portable_reason
+    from gpusim.schedule.load import schedules_dir
+
+    reason = f"auto:gemm on v100: no schedule is legal (refused: {schedules_dir() / 'gemm_sync.yaml'}: roles.warps)"
+    assert (
+        portable_reason(reason)
+        == "auto:gemm on v100: no schedule is legal (refused: schedules/gemm_sync.yaml: roles.warps)"
+    )
+    assert portable_reason("/elsewhere/my.yaml: refused") == "/elsewhere/my.yaml: refused"

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusim.arch import arch_alias_table, builtin_arch_path, resolve_arch_id
-from gpusim.calibrate.accuracy import arch_files, files_digest, schedule_files
+from gpusim.calibrate.accuracy import arch_files, files_digest, portable_reason, schedule_files
 from gpusim.calibrate.measurements import Measurement
 from gpusim.calibrate.overlay import find_overlay
 from gpusim.errors import GpusimError, InputError, quote
@@ -222,5 +222,5 @@ def write_row_parts(path: Path, parts: list[tuple[list[Any], Carryover]]) -> Non
                     Path(r.m.file).name, r.m.line, carry.digests.get(r.m.index, ""), r.arch, r.family,
                     "" if r.measured_time_us is None else repr(r.measured_time_us),
                     "" if r.predicted_time_us is None else repr(r.predicted_time_us),
-                    r.skipped or "", r.costs or "", carry.carried.get(r.m.index, today), carry.model or "default",
+                    portable_reason(r.skipped or ""), r.costs or "", carry.carried.get(r.m.index, today), carry.model or "default",
                 ])  # fmt: skip
