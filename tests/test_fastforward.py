@@ -72,6 +72,25 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "K": st.sampled_from([4096, 8192]),
         }
     ),
+    "gemm_fp8_deepgemm_sm100": st.one_of(
+        st.fixed_dictionaries(
+            {
+                "M": st.sampled_from([128, 512, 1000]),
+                "N": st.sampled_from([512, 1024]),
+                "K": st.sampled_from([4096, 8192, 6000]),
+            }
+        ),
+        st.fixed_dictionaries(
+            {
+                "groups": st.sampled_from([2, 4]),
+                "layout": st.sampled_from(["contiguous", "masked"]),
+                "M": st.sampled_from([256, 512]),
+                "masked_m": st.sampled_from([100, 256]),
+                "N": st.sampled_from([512, 768]),
+                "K": st.sampled_from([2048, 4096]),
+            }
+        ),
+    ),
     "attn_fa2_fwd": st.fixed_dictionaries(
         {
             "batch": st.just(1),

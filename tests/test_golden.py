@@ -47,6 +47,7 @@ PROBLEMS: dict[str, dict[str, Any]] = {
     "stream_l2": {"bytes": 8 * 2**20, "BLOCKS": 4000},
     "mla_combine": {"batch": 16, "seqlen_kv": 8192},  # every request split in 4
     "gemm_splitk_reduce": {"M": 1024, "N": 1024, "SPLITS": 4},  # 16 MiB of partials: resident in L2
+    "gemm_fp8_deepgemm_sm100": {"M": 4096, "N": 2112, "K": 1024},  # 128x192 blocks, 2-CTA pairs along M
 }
 # More golden cases of a schedule (its other ops and regimes): file name -> (schedule, problem).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -55,6 +56,10 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "stream_3pt": ("stream", {"bytes": 64 * 2**20, "op": "3pt", "dtype": "fp64"}),
     "stream_5pt": ("stream", {"bytes": 64 * 2**20, "op": "5pt", "dtype": "fp64"}),
     "stream_l2_beyond_l2": ("stream_l2", {"bytes": 100 * 2**20, "BLOCKS": 4000}),
+    "gemm_fp8_deepgemm_sm100_masked": (
+        "gemm_fp8_deepgemm_sm100",
+        {"groups": 4, "layout": "masked", "M": 1024, "masked_m": 200, "N": 2048, "K": 1024},
+    ),  # swap-AB, 2-CTA pairs along N, two of eight m-blocks per group scheduled
 }
 
 

@@ -21,6 +21,7 @@ NEEDS = {
     "mla_decode_flashmla": (lambda a: a.features.wgmma, "wgmma does not exist"),
     "mla_decode_flashmla_sparse_fp8": (lambda a: a.features.wgmma, "wgmma does not exist"),
     "gemm_fp8_deepgemm": (lambda a: a.features.wgmma, "wgmma does not exist"),
+    "gemm_fp8_deepgemm_sm100": (lambda a: a.features.tcgen05, "tcgen05 does not exist"),
     "attn_fa2_fwd": (lambda a: a.features.cp_async and a.generation != "volta", "no bf16 path|cp.async"),
     "attn_fa2_bwd": (lambda a: a.features.cp_async and a.generation != "volta", "no bf16 path|cp.async"),
     "attn_fa3_fwd": (lambda a: a.features.wgmma, "wgmma does not exist"),
