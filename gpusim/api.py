@@ -133,6 +133,10 @@ def predict(
     LimitExceeded; all are :class:`gpusim.GpusimError`.
     """
     _check_options(schedule, arch, costs, max_events, deadline_s, on_progress, resources)
+    for name, flag in (("record", record), ("exact", exact), ("attribute", attribute)):
+        if not isinstance(flag, bool):
+            raise InputError(f"{name}: expected True or False, got {_kind(flag)}")
+    problem = {key: _problem_value(key, value) for key, value in problem.items()}
     arch_obj = with_model(
         load_arch(arch if arch is not None else reference_arch(schedule), costs=costs), model
     )
@@ -174,6 +178,17 @@ def _check_options(schedule: Any, arch: Any, costs: Any, max_events: Any, deadli
         raise InputError(f"on_progress: expected a function (done, total), got {_kind(on_progress)}")
     if resources is not None and not isinstance(resources, str | Path) and not hasattr(resources, "kernels"):
         raise InputError(f"resources: expected a build's path or its BuildReport, got {_kind(resources)}")
+
+
+def _problem_value(key: str, value: Any) -> Any:
+    """A problem value or parameter as predict takes it: a number, a word or an expression (text); a
+    NumPy scalar becomes its Python value."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        value = value.item()
+    if not isinstance(value, int | float | str):
+        raise InputError(f"{key}: expected a number, true/false or text (a word or an expression), got "
+                         f"{_kind(value)}")  # fmt: skip
+    return value
 
 
 def _kind(value: Any) -> str:

@@ -59,6 +59,9 @@ MAX_SCALE = 1000.0
 """The largest calibration scale factor."""
 ARCH_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$"
 """An arch id: letters, digits and ``_ . + -``, at most 64 characters (it names files and appears in messages)."""
+MIN_FRACTION = 0.01
+"""Smallest achievable fraction of a datasheet rate a calibration may carry (the fit's own bounds are
+0.3 and above; below 1% a rate is a typo, and the times it gives are not a prediction)."""
 
 
 class Clocks(StrictModel):
@@ -379,26 +382,26 @@ class Calibration(StrictModel):
 
     origin: Literal["datasheet", "calibrated"] = "datasheet"
     """Where these values come from."""
-    sustained_clock_mhz: float | None = Field(default=None, gt=0, le=MAX_CLOCK_MHZ)
+    sustained_clock_mhz: float | None = Field(default=None, ge=MIN_CLOCK_MHZ, le=MAX_CLOCK_MHZ)
     """Clock sustained under tensor load; None means the tensor clock (datasheet)."""
-    hbm_bandwidth_fraction: float = Field(default=1.0, gt=0, le=1)
+    hbm_bandwidth_fraction: float = Field(default=1.0, ge=MIN_FRACTION, le=1)
     """Achievable fraction of datasheet HBM bandwidth."""
-    l2_bandwidth_fraction: float = Field(default=1.0, gt=0, le=1)
+    l2_bandwidth_fraction: float = Field(default=1.0, ge=MIN_FRACTION, le=1)
     """Achievable fraction of the listed L2 bandwidth."""
-    latency_scale: float = Field(default=1.0, gt=0, le=MAX_SCALE)
+    latency_scale: float = Field(default=1.0, ge=1 / MAX_SCALE, le=MAX_SCALE)
     """Multiplier on memory latencies."""
     launch_overhead_ns: float = Field(default=0.0, ge=0, le=MAX_LATENCY_NS)
     """Fixed time per kernel launch (the datasheet has none)."""
-    tensor_issue_efficiency: float = Field(default=1.0, gt=0, le=1)
+    tensor_issue_efficiency: float = Field(default=1.0, ge=MIN_FRACTION, le=1)
     """Achievable fraction of the tensor-core rate while the tensor core is busy."""
-    cuda_core_issue_efficiency: float = Field(default=1.0, gt=0, le=1)
+    cuda_core_issue_efficiency: float = Field(default=1.0, ge=MIN_FRACTION, le=1)
     """Achievable fraction of the CUDA-core and SFU rates while busy."""
     tensor_cuda_overlap: float = Field(default=1.0, ge=0, le=1)
     """How much of a CUDA-core/SFU op overlaps for free with tensor-core work on the same SM
     sub-partitions (the ``pipe_coupling`` mechanism, engine-fidelity G1): 1 (the datasheet value) is
     free overlap, 0 serialises the op's time with the tensor core. No microbenchmark of it exists
     yet, so it is fitted from measured rows."""
-    energy_scale: float = Field(default=1.0, gt=0, le=MAX_SCALE)
+    energy_scale: float = Field(default=1.0, ge=1 / MAX_SCALE, le=MAX_SCALE)
     """Multiplier on every dynamic energy of the arch's ``power`` block (the power model's one fitted
     parameter; used only with the ``power`` mechanism on)."""
     provenance: dict[str, Any] = {}

@@ -38,6 +38,10 @@ bf16 tensor cores, i.e. Volta)."""
 GEMM_KINDS = ("auto", "auto:gemm")
 ATTENTION_KINDS = ("auto:attn", "auto:attention")
 AUTO_KINDS = (*GEMM_KINDS, *ATTENTION_KINDS)
+SEARCH_EVENTS_FACTOR = 2
+"""An ``auto:*`` search simulates at most this many times ``max_events`` events over all its candidates
+(each candidate still stops at ``max_events``): once fewer than ``max_events`` are left, the remaining
+candidates are listed as not simulated, so the search's work is bounded whatever the problem size."""
 MAX_SIMULATIONS = 8
 """Most candidates ``auto:*`` simulates (the schedules in turns, each in lower-bound order; among equal
 bounds, fuller waves, then less padding, then larger tiles first); the bound prunes the rest. None: every candidate the
@@ -271,8 +275,19 @@ def search(
     best: Prediction | None = None
     best_candidate: Candidate | None = None
     simulated = 0
+    events_left = None if max_events is None else SEARCH_EVENTS_FACTOR * max_events
     for _, _, legal, sched, _, bound in ranked:
         params = legal.overrides
+        if (
+            events_left is not None
+            and max_events is not None
+            and best is not None
+            and events_left < max_events
+        ):
+            tried.append(Candidate(legal.schedule, params, None, f"not simulated: the search's work limit "
+                                   f"({SEARCH_EVENTS_FACTOR} x --max-events) is spent (lower bound {bound:.2f} us)",
+                                   legal.origin))  # fmt: skip
+            continue
         if best is not None and bound >= best.time_us:
             tried.append(Candidate(legal.schedule, params, None, f"pruned: lower bound {bound:.2f} us >= best",
                                    legal.origin))  # fmt: skip
@@ -310,6 +325,8 @@ def search(
         except DeadlockError as exc:  # a schedule bug at this configuration: skipped, and said so
             tried.append(Candidate(legal.schedule, params, None, f"deadlock: {str(exc)[:200]}", legal.origin))
             continue
+        if events_left is not None:
+            events_left -= int(prediction.sim.get("events", 0))
         outcome = Candidate(legal.schedule, params, prediction.time_us, f"simulated (lower bound {bound:.2f} us)",
                             legal.origin)  # fmt: skip
         tried.append(outcome)

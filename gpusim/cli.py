@@ -18,6 +18,7 @@ from gpusim.cli_guard import (
     YAML_SUFFIXES,
     check_build_dir,
     check_output_path,
+    refuse_overwriting_an_input,
     run_guarded,
 )
 from gpusim.cli_guard import write_json as _print_json
@@ -95,8 +96,18 @@ def _costs(calibrated: bool, overlay: str | None) -> str:
     if overlay is not None:
         if not calibrated:
             raise InputError("--overlay and --datasheet exclude each other")
+        if not overlay.endswith(YAML_SUFFIXES):
+            raise InputError(f"--overlay '{quote(overlay, 80)}': expected an overlay YAML file (.yaml or .yml), "
+                             "as `gpusim calibrate --out` writes")  # fmt: skip
         return overlay
     return "calibrated" if calibrated else "datasheet"
+
+
+def _refuse_writing_over(inputs: list[str], outputs: dict[str, str | None]) -> None:
+    """Refuse any output path (``{option: path}``) that is one of the command's input files."""
+    for option, out in outputs.items():
+        for path in inputs:
+            refuse_overwriting_an_input(out, option, {"input": str(path)})
 
 
 def _overrides(sets: list[str] | None) -> dict[str, Any]:
@@ -202,11 +213,12 @@ def predict(
     from gpusim.sequence import is_sequence_file
 
     if is_sequence_file(schedule):  # a kernel list (kernels:), predicted kernel by kernel
-        if trace is not None or plot is not None or as_csv:
+        if trace is not None or plot is not None or as_csv or resources is not None:
             raise InputError(
-                "--trace, --plot and --csv need one kernel; predict a kernel of the sequence by name"
+                "--trace, --plot, --csv and --resources need one kernel; predict a kernel of the sequence by name"
             )
-        _predict_sequence(schedule, arch, _overrides(sets), as_json, _costs(calibrated, overlay))
+        _predict_sequence(schedule, arch, _overrides(sets), as_json, _costs(calibrated, overlay),
+                          model=model, exact=exact, max_events=max_events or None)  # fmt: skip
         return
     record = trace is not None or plot is not None
     with progress_bar(f"{schedule}: searching", quiet or not schedule.startswith("auto")) as progress:
@@ -237,7 +249,7 @@ def predict(
 
 
 def _predict_sequence(
-    path: str, arch: str | None, overrides: dict[str, Any], as_json: bool, costs: str
+    path: str, arch: str | None, overrides: dict[str, Any], as_json: bool, costs: str, **options: Any
 ) -> None:
     from rich.table import Table
 
@@ -245,7 +257,7 @@ def _predict_sequence(
     from gpusim.sequence import load_sequence, predict_sequence
 
     seq = load_sequence(path)
-    result = predict_sequence(seq, arch or seq.arch or "h100", overrides, costs=costs)
+    result = predict_sequence(seq, arch or seq.arch or "h100", overrides, costs=costs, **options)
     if as_json:
         _print_json(result.as_dict())
         return
@@ -546,6 +558,9 @@ def validate_cmd(
             ablation_file = ablation_rows_file_for(markdown)
             check_output_path(str(ablation_file), "--ablate (its row results)", (".csv",))
             ablation_previous = read_previous(ablation_file) if reuse_unchanged else {}
+        _refuse_writing_over(files, {"--markdown": markdown, "--markdown (its row results)": str(rows_file),
+                                     "--ablate (its row results)": str(ablation_file) if ablation_file else None})  # fmt: skip
+    _refuse_writing_over(files, {"--plot": plot or None})
     with progress_bar("validate: rows", quiet) as progress:
         results, summary = run_validate(files, costs=costs, arch_filter=arch, jobs=jobs or None,
                                         max_events=max_events or None, on_progress=progress,
@@ -640,6 +655,7 @@ def calibrate_cmd(
 
     if not dry_run:
         check_output_path(out, "--out", YAML_SUFFIXES)
+        _refuse_writing_over([*files, arch], {"--out": out})
     if max_rows < 0:
         raise InputError(f"--max-rows {max_rows}: expected 0 (every usable row) or more")
     if jobs < 0:

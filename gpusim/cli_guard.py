@@ -120,6 +120,10 @@ def _standard_streams() -> None:
         sys.stdout = _ClosedStream()  # type: ignore[assignment]
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):  # an encoding without '…' or '×' (PYTHONIOENCODING=latin-1)
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
 
 
 class Terminated(BaseException):
@@ -165,7 +169,7 @@ def run_guarded(app: Callable[..., Any]) -> NoReturn:
             _flush_stdout()
             sys.exit(EXIT_OK)
         hint = f"; {_usage_hint(exc)}" if isinstance(exc, UsageError) else ""
-        _fail(f"error: {one_line(exc.format_message(), 600)}{hint}", EXIT_INPUT)
+        _fail(f"error: {one_line(exc.format_message(), 600).rstrip('.')}{hint}", EXIT_INPUT)
     except BrokenPipeError:  # the reader went away (| head): nothing left to say to anyone
         _silence_stdout()
         sys.exit(EXIT_OK)
@@ -300,6 +304,8 @@ def check_output_path(path: str | None, option: str, suffixes: Iterable[str]) ->
         raise InputError(f"{option}: empty path")
     if "\0" in path:
         raise InputError(f"{option} '{shown}': the path contains a NUL character")
+    if path.endswith(("/", os.sep)):
+        raise InputError(f"{option} '{shown}': ends with '/', a directory; expected a file name")
     target = Path(path)
     try:
         if target.is_dir():

@@ -90,8 +90,14 @@ def with_costs(arch: Arch, costs: str | Path = "calibrated") -> Arch:
         path = find_overlay(arch.id)
         return arch if path is None else _merge(arch, path)
     path = Path(text)
-    if not path.is_file():
-        raise InputError(f"costs '{text}': expected 'calibrated', 'datasheet' or an overlay YAML file")
+    try:
+        is_file = "\0" not in text and path.is_file()
+    except OSError:  # a name too long for the file system
+        is_file = False
+    if not is_file:
+        raise InputError(
+            f"costs '{quote(text, 80)}': expected 'calibrated', 'datasheet' or an overlay YAML file"
+        )
     return _merge(_datasheet(arch) if arch.calibration.origin == "calibrated" else arch, path)
 
 

@@ -20,7 +20,11 @@ QUOTE_CHARS = 200
 
 def quote(text: Any, limit: int = QUOTE_CHARS) -> str:
     """User input fit for a one-line message: whitespace runs collapsed, at most ``limit`` characters."""
-    flat = " ".join(str(text)[: limit * 4].split())
+    try:
+        raw = str(text)
+    except ValueError:  # an int past Python's 4,300-digit conversion limit
+        raw = "a whole number of more than 4,300 digits"
+    flat = " ".join(raw[: limit * 4].split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -78,7 +82,7 @@ class UnknownNameError(InputError):
             if self.suggestion
             else f"known: {quote(', '.join(known_list), 600)}"
         )
-        prefix = f"{where}: " if where else ""
+        prefix = f"{quote(where, 2 * QUOTE_CHARS)}: " if where else ""
         self.message = f"{prefix}unknown {kind} '{quote(name)}'; {hint}"
 
     def __str__(self) -> str:

@@ -18,7 +18,7 @@ overlay run with the mechanisms it was fitted with, and a model text switches re
 from __future__ import annotations
 
 from gpusim.arch import Arch
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 
 MECHANISMS: dict[str, str] = {
     "power": "clock from a power model: the highest clock whose average power fits under the board limit "
@@ -60,17 +60,28 @@ def parse_model(text: str | None, base: frozenset[str] = DEFAULT_ON) -> frozense
     on = set(base)
     if text is None:
         return frozenset(on)
-    for raw in text.replace(" ", ",").split(","):
-        item = raw.strip()
-        if not item:
-            continue
+    if not isinstance(text, str):
+        raise InputError(
+            f"model: expected a text such as '+power' or '-shared_tensor', got {type(text).__name__}"
+        )
+    items = [raw.strip() for raw in text.replace(" ", ",").split(",") if raw.strip()]
+    if not items:
+        raise InputError(f"--model '{quote(text, 40)}': no mechanism named; write +name or -name (known: "
+                         f"{', '.join(sorted(MECHANISMS))}), or 'default'")  # fmt: skip
+    seen: set[str] = set()
+    for item in items:
         if item == "default":
             on = set(DEFAULT_ON)
             continue
         sign, name = (item[0], item[1:]) if item[0] in "+-" else ("+", item)
         if name not in MECHANISMS:
-            raise InputError(f"--model: unknown mechanism '{name}'; known: {', '.join(sorted(MECHANISMS))} "
+            raise InputError(f"--model: unknown mechanism '{quote(name, 60)}'; known: {', '.join(sorted(MECHANISMS))} "
                              "(write +name to switch one on, -name to switch it off)")  # fmt: skip
+        if name in seen:
+            raise InputError(
+                f"--model '{quote(text, 80)}': '{name}' is switched twice; name each mechanism once"
+            )
+        seen.add(name)
         if sign == "+":
             on.add(name)
         else:

@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import InputError, ScheduleRefused, UnknownNameError, quote
+from gpusim.errors import InputError, LimitExceeded, ScheduleRefused, UnknownNameError, quote
 from gpusim.result import Prediction
 from gpusim.schedule.expr import ExprError, as_expr
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.yamlio import read_yaml_mapping
 
 LAUNCH_KINDS = ("stream", "pdl")
@@ -125,6 +126,13 @@ class SequencePrediction:
 
 MAX_KERNELS = 10_000
 """Most kernels a sequence file may list."""
+MAX_DISTINCT_KERNELS = 256
+"""Most kernels with different schedules or values one sequence predicts (a kernel listed again with the
+same values is predicted once): with each prediction bounded by its event limit, this bounds the work."""
+MAX_REPEAT = 10**9
+"""Most back-to-back launches ``repeat:`` may ask for."""
+MAX_NAME_CHARS = 200
+"""Longest kernel name."""
 
 
 def is_sequence_file(path: str) -> bool:
@@ -174,14 +182,30 @@ def _kernel(raw: Any, where: str) -> KernelStep:
     sets = raw.get("set") or {}
     if not isinstance(sets, dict):
         raise InputError(f"{where}.set: expected a mapping KEY: expression, got {quote(sets)}")
+    from gpusim.schedule.reserved import PREDICT_OPTIONS, reserved_reason
+
+    for key in sets:
+        if not isinstance(key, str) or not key.isidentifier() or len(key) > 64:
+            raise InputError(
+                f"{where}.set: '{quote(str(key), 80)}' is not a parameter name (letters, digits, _)"
+            )
+        if key in PREDICT_OPTIONS:
+            raise InputError(f"{where}.set.{key}: {reserved_reason(key)}")
     launch = raw.get("launch", "stream")
     if launch not in LAUNCH_KINDS:
         raise InputError(
             f"{where}.launch: '{quote(launch)}' is not a launch kind (expected {', '.join(LAUNCH_KINDS)})"
         )
     repeat = raw.get("repeat", 1)
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise InputError(f"{where}.repeat: expected a whole number >= 1, got {quote(repeat)}")
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= MAX_REPEAT:
+        raise InputError(f"{where}.repeat: expected a whole number from 1 to {MAX_REPEAT:,}, got "
+                         f"{quote(str(repeat), 80)}")  # fmt: skip
+    name = raw.get("name")
+    if name is not None and (
+        not isinstance(name, str | int) or len(str(name)) > MAX_NAME_CHARS or "\n" in str(name)
+    ):
+        raise InputError(f"{where}.name: expected a name of one line, at most {MAX_NAME_CHARS} characters, got "
+                         f"{quote(str(name), 80)}")  # fmt: skip
     return KernelStep(
         name=str(raw.get("name") or raw["schedule"]),
         schedule=raw["schedule"],
@@ -214,26 +238,37 @@ def resolve_sets(step: KernelStep, symbols: dict[str, Any], where: str) -> dict[
     return out
 
 
-def predict_kernel(schedule: str, arch: Arch, overrides: dict[str, Any]) -> Prediction:
-    """One kernel through the single-kernel prediction path (:func:`gpusim.predict`)."""
+def predict_kernel(schedule: str, arch: Arch, overrides: dict[str, Any], **options: Any) -> Prediction:
+    """One kernel through the single-kernel prediction path (:func:`gpusim.predict`); ``options`` are
+    predict's (exact, max_events ...)."""
     from gpusim.api import predict
 
     keep = "calibrated" if arch.calibration.origin == "calibrated" else "datasheet"  # the costs arch carries
-    return predict(schedule, arch, costs=keep, **overrides)
+    return predict(schedule, arch, costs=keep, **options, **overrides)
 
 
 def predict_sequence(
-    seq: Sequence, arch: str | Arch, overrides: dict[str, Any] | None = None, *, costs: str = "calibrated"
+    seq: Sequence,
+    arch: str | Arch,
+    overrides: dict[str, Any] | None = None,
+    *,
+    costs: str = "calibrated",
+    model: str | None = None,
+    exact: bool = False,
+    max_events: int | None = DEFAULT_MAX_EVENTS,
 ) -> SequencePrediction:
-    """Predict every kernel of ``seq`` on ``arch`` (with ``costs``) and combine them with their launches."""
+    """Predict every kernel of ``seq`` on ``arch`` (with ``costs`` and the mechanisms ``model`` switches)
+    and combine them with their launches. ``exact`` and ``max_events`` are predict's, per kernel; the
+    kernels whose values differ (each predicted once) are at most :data:`MAX_DISTINCT_KERNELS`."""
     from gpusim.api import load_arch
+    from gpusim.mechanisms import with_model
 
     unknown = sorted(set(overrides or {}) - set(seq.problem))
     if unknown:
         raise InputError(
             f"--set {unknown[0]}: not a symbol of {seq.source} (its problem: {', '.join(seq.problem)})"
         )
-    arch_obj = arch if isinstance(arch, Arch) else load_arch(arch, costs=costs)
+    arch_obj = with_model(arch if isinstance(arch, Arch) else load_arch(arch, costs=costs), model)
     symbols = {**seq.problem, **(overrides or {})}
     result = SequencePrediction(name=seq.name, arch=arch_obj.id)
     previous: Prediction | None = None
@@ -247,8 +282,13 @@ def predict_sequence(
             )
         values = resolve_sets(step, symbols, where)
         key = repr((step.schedule, sorted(values.items(), key=lambda kv: str(kv[0]))))
+        if key not in seen and len(seen) >= MAX_DISTINCT_KERNELS:
+            raise LimitExceeded(f"{where}: the sequence has more than {MAX_DISTINCT_KERNELS} kernels with different "
+                                "values, the most one sequence predicts; split it into several files")  # fmt: skip
         try:
-            prediction = seen.get(key) or predict_kernel(step.schedule, arch_obj, values)
+            prediction = seen.get(key) or predict_kernel(
+                step.schedule, arch_obj, values, exact=exact, max_events=max_events
+            )
         except UnknownNameError as exc:  # an unknown schedule name is named with its place in the file
             if exc.where:
                 raise

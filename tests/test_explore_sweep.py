@@ -102,7 +102,7 @@ def test_cli_sweep_writes_parquet_and_reports(run_cli: Any, tmp_path: Path) -> N
         (["--grid", "BOGUS=1,2"], "BOGUS"),
         (["--out", "x.txt"], "expected a .parquet or .csv"),
         (["--resume"], "--resume needs --out"),
-        (["--scheduler", "nowhere:1"], "expected an address like tcp://"),
+        (["--scheduler", "nowhere:1"], "expected a scheduler address tcp://HOST:PORT"),
     ],
 )
 def test_cli_sweep_bad_input_is_one_line(run_cli: Any, args: list[str], message: str) -> None:

@@ -106,13 +106,17 @@ def test_deterministic_and_exact_under_the_fast_forward() -> None:
 
 def test_parse_model() -> None:
     assert parse_model("+power") == {"power", *DEFAULT_ON}
-    assert parse_model("power,-power") == DEFAULT_ON
+    assert parse_model("power,-shared_tensor") == {"power", *DEFAULT_ON} - {"shared_tensor"}
     assert parse_model("-shared_tensor") == DEFAULT_ON - {"shared_tensor"}
     assert parse_model("default") == DEFAULT_ON
     assert model_label(frozenset({"power", *DEFAULT_ON})) == "+power"
     assert model_label(DEFAULT_ON - {"shared_tensor"}) == "-shared_tensor"
     with pytest.raises(InputError, match="unknown mechanism 'bogus'"):
         parse_model("+bogus")
+    for text, message in (("", "no mechanism named"), (",,,", "no mechanism named"),
+                          ("+power,-power", "switched twice")):  # fmt: skip
+        with pytest.raises(InputError, match=message):
+            parse_model(text)
     arch = load_arch("h100").model_copy(update={"power": None})
     with pytest.raises(InputError, match="no power block"):
         with_model(arch, "+power")

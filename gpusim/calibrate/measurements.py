@@ -83,6 +83,15 @@ def parse_params(text: str) -> dict[str, Any]:
 
 def read_measurements(paths: list[str | Path], start: int = 0) -> list[Measurement]:
     """Every data row of ``paths`` in order; a file missing columns is refused naming them."""
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    if not isinstance(paths, list | tuple) or not all(isinstance(p, str | Path) for p in paths):
+        raise InputError(f"read_measurements: expected a list of CSV paths, got {type(paths).__name__} "
+                         f"{quote(repr(paths), 60)}")  # fmt: skip
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise InputError(
+            f"read_measurements: start: expected a whole number >= 0, got {quote(repr(start), 40)}"
+        )
     rows: list[Measurement] = []
     index = start
     for p in paths:

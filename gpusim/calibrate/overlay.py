@@ -80,9 +80,17 @@ def _cache_key(path: Path) -> tuple[Path, int]:
         raise InputError(f"{quote(str(path))}: cannot read the overlay ({quote(str(exc), 120)})") from None
 
 
+OVERLAY_KEYS = ("arch", "calibration")
+"""The top-level keys of an overlay file."""
+
+
 @cache
 def _read_overlay_cached(path: Path, _mtime_ns: int) -> tuple[str | None, dict[str, Any]]:
     data = read_yaml_mapping(path)
+    unknown = sorted(str(k) for k in data if k not in OVERLAY_KEYS)
+    if unknown:
+        raise InputError(f"{path}: unknown key '{quote(unknown[0], 60)}' in a calibration overlay (expected "
+                         f"{', '.join(OVERLAY_KEYS)})")  # fmt: skip
     cal = data.get("calibration")
     if not isinstance(cal, dict):
         raise InputError(f"{path}: an arch overlay needs a 'calibration' mapping")

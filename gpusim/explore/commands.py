@@ -114,10 +114,13 @@ def register(app: typer.Typer) -> None:
         if top < 0:
             raise InputError(f"--top {top}: expected 0 or more rows")
         axes = parse_axes(grid or [])
+        if plot_kind is not None and plot is None:
+            raise InputError("--plot-kind chooses what --plot draws; add --plot FILE.png")
         if plot is not None:
             from gpusim.explore.plot import PLOT_KINDS
 
             check_output_path(plot, "--plot", PLOT_SUFFIXES)
+            refuse_overwriting_an_input(plot, "--plot", {"--problems": problems})
             if plot_kind is not None and plot_kind not in PLOT_KINDS:
                 raise InputError(
                     f"--plot-kind {quote(plot_kind, 40)}: expected one of {', '.join(PLOT_KINDS)}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import re
 import signal
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -144,7 +145,9 @@ class DaskExecutor:
             try:
                 self.client = Client(address, timeout=connect_timeout_s, set_as_default=False)
             except (OSError, TimeoutError, ValueError) as exc:
-                raise InputError(f"--scheduler {address}: cannot connect ({exc})") from None
+                raise InputError(
+                    f"--scheduler {quote(address, 80)}: cannot connect ({quote(exc, 120)})"
+                ) from None
         else:
             self.client = address
         self.retries = retries
@@ -185,6 +188,21 @@ class DaskExecutor:
             self.client.close()
 
 
+SCHEDULER_ADDRESS = re.compile(
+    r"(tcp|tls|ws|wss)://([A-Za-z0-9._-]{1,200}|\[[0-9A-Fa-f:.]{2,60}\]):([0-9]{1,5})"
+)
+"""A Dask scheduler address: protocol://HOST:PORT (an IPv6 host in brackets)."""
+
+
+def check_scheduler_address(address: str) -> str:
+    """``address`` if it is a Dask scheduler address, else a one-line InputError before any connection."""
+    match = SCHEDULER_ADDRESS.fullmatch(address.strip())
+    if match is None or not 1 <= int(match.group(3)) <= 65535:
+        raise InputError(f"--scheduler '{quote(address, 80)}': expected a scheduler address tcp://HOST:PORT "
+                         "(or tls://, ws://, wss://), e.g. tcp://10.0.0.5:8786")  # fmt: skip
+    return address.strip()
+
+
 MAX_LOCAL_JOBS = 256
 """Most local worker processes one command starts."""
 
@@ -194,9 +212,7 @@ def make_executor(scheduler: str | None = None, jobs: int | None = None) -> Exec
     if jobs is not None and not 0 <= jobs <= MAX_LOCAL_JOBS:
         raise InputError(f"--jobs {jobs}: expected 0 (every core) to {MAX_LOCAL_JOBS} local processes")
     if scheduler:
-        if not scheduler.startswith(("tcp://", "tls://", "ws://", "wss://", "inproc://")):
-            raise InputError(f"--scheduler {quote(scheduler, 80)}: expected an address like tcp://HOST:8786")
-        return DaskExecutor(scheduler)
+        return DaskExecutor(check_scheduler_address(scheduler))
     if jobs == 1:
         return InlineExecutor()
     return LocalExecutor(jobs)

@@ -6,6 +6,7 @@ import csv
 import io
 import itertools
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,12 +64,20 @@ def _scalar(text: str, where: str) -> Any:
 
 
 def _number(text: str, where: str) -> int | float:
-    value = _scalar(text, where)
+    text = text.strip()
+    if not _NUMBER.fullmatch(text):
+        raise InputError(f"{where}: expected a number in a lo..hi[:step] range (finite, decimal), got "
+                         f"'{quote(text, 80)}'")  # fmt: skip
+    value: int | float = int(text) if _INTEGER.fullmatch(text) and len(text) < 40 else float(text)
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_RANGE_MAGNITUDE:
         raise InputError(f"{where}: {quote(text.strip(), 40)} is too large for a range bound (at most 1e18)")
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InputError(f"{where}: expected a number in a lo..hi range (finite), got {text.strip()[:80]!r}")
     return value
+
+
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
 
 
 def _range(key: str, body: str) -> tuple[Any, ...]:
@@ -107,6 +116,10 @@ def parse_axis(text: str) -> Axis:
         )
     if not body:
         raise InputError(f"--grid {key}: no values; expected KEY=v1,v2,... or KEY=lo..hi[:step]")
+    from gpusim.schedule.reserved import PREDICT_OPTIONS, reserved_reason
+
+    if key in PREDICT_OPTIONS:
+        raise InputError(f"--grid {key}: {reserved_reason(key)}")
     if ".." in body and "," not in body:
         return Axis(key, _range(key, body))
     values = tuple(_scalar(part, f"--grid {key}") for part in body.split(","))

@@ -7,6 +7,7 @@ reads it back (a half-written last line is ignored) and the sweep predicts only 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import IO, Any
 
@@ -52,13 +53,44 @@ def read_journal(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]
         return None, []
     header: dict[str, Any] | None = None
     rows: list[dict[str, Any]] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the sweep journal ({exc.strerror})") from None
+    for line in text.splitlines():
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue  # a line cut short when the sweep was killed
+        if not isinstance(record, dict):
+            continue
         if "journal" in record:
             header = header or record
-        elif "row" in record:
-            rows.append(record["row"])
+        elif "row" in record and is_result_row(record["row"]):
+            rows.append(record["row"])  # anything else is predicted again
     return header, rows
+
+
+def is_result_row(row: Any) -> bool:
+    """Whether a journal record is a row a sweep wrote: its identity, a known status and, when ok, a
+    positive finite time (a damaged or edited line is predicted again instead of ranked)."""
+    from gpusim.explore.point import STATUS_DEADLOCK, STATUS_ERROR, STATUS_OK, STATUS_REFUSED
+
+    if not isinstance(row, dict) or not all(isinstance(k, str) for k in row):
+        return False
+    if not (isinstance(row.get("point"), int) and not isinstance(row.get("point"), bool)):
+        return False
+    if not all(isinstance(row.get(k), str) for k in ("schedule", "arch", "costs")):
+        return False
+    status = row.get("status")
+    if status not in (STATUS_OK, STATUS_REFUSED, STATUS_DEADLOCK, STATUS_ERROR):
+        return False
+    if status != STATUS_OK:
+        return True
+    time_us = row.get("time_us")
+    return (
+        isinstance(time_us, int | float)
+        and not isinstance(time_us, bool)
+        and math.isfinite(time_us)
+        and time_us > 0
+    )

@@ -144,6 +144,12 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
             raise UnknownNameError(
                 "buffer", b.alias, sched.buffers, where=f"{sched.name}: buffers.{name}.alias"
             )
+        chain = [name]
+        while (target := sched.buffers[chain[-1]].alias) is not None:
+            if target in chain:
+                raise InputError(f"{sched.name}: buffers.{name}.alias: the aliases form a cycle "
+                                 f"({' -> '.join([*chain, target])}); an alias names a buffer that owns its memory")  # fmt: skip
+            chain.append(target)
         if b.space == "rmem" and b.role not in sched.roles:
             raise UnknownNameError("role", str(b.role), sched.roles, where=f"{sched.name}: buffers.{name}.role "
                                    "(a register buffer names the role whose registers hold it)")  # fmt: skip
@@ -154,6 +160,7 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
             )
         if bar.kind == "named" and bar.warps < 1:
             raise InputError(f"{sched.name}: barriers.{name}.warps: a named barrier needs warps >= 1")
+    _check_statement_references(sched)
     _check_named_barrier_participants(sched)
     check_protocols(sched)
     check_symbols(sched)
@@ -226,6 +233,15 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
     if launch.cta_pair and (not feats.cta_pair_mma or launch.cluster[0] % 2):
         why = "needs cluster[0] even" if feats.cta_pair_mma else f"{arch.id} has no 2-CTA MMA (needs sm_100)"
         raise _fail(sched, arch, f"launch.cta_pair: {why}")
+    protocol_needs = {"tma": (feats.tma, "TMA (sm_90)"), "umma": (feats.tcgen05, "tcgen05 (sm_100a)"),
+                      "cp_async": (feats.cp_async, "cp.async (sm_80)"),
+                      "clc": (arch.sm_version >= 100, "cluster launch control (sm_100)")}  # fmt: skip
+    for name, b in sched.buffers.items():
+        for side in (b.producer, b.consumer):
+            present, needs = protocol_needs.get(side or "", (True, ""))
+            if not present:
+                raise _fail(sched, arch, f"buffers.{name}: protocol {b.producer}->{b.consumer} needs {needs}; "
+                                         f"{arch.id} has none")  # fmt: skip
 
     check_balance(sched, arch)
     return Budgets(
@@ -243,6 +259,22 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
         warps_per_sm=warps_sm,
         ctas_per_sm=launch.ctas_per_sm,
     )
+
+
+def _check_statement_references(sched: Schedule) -> None:
+    """Refuse a statement naming an operand the schedule does not declare, or an ``at:`` key that is no
+    role's loop variable (it would name the stage by a tag no producer sets)."""
+    loops = {"tile"}
+    for role in sched.roles.values():
+        loops |= {stmt.args.var for stmt, _ in walk(role.program) if stmt.op == "for"}
+    for role in sched.roles.values():
+        for stmt, _ in walk(role.program):
+            operand = getattr(stmt.args, "operand", None)
+            if operand is not None and operand not in sched.operands:
+                raise UnknownNameError("operand", operand, sched.operands, where=f"{stmt.where}.operand")
+            for key in getattr(stmt.args, "at", None) or {}:
+                if key not in loops:
+                    raise UnknownNameError("loop variable", key, loops, where=f"{stmt.where}.at")
 
 
 def _check_named_barrier_participants(sched: Schedule) -> None:
@@ -322,6 +354,10 @@ def _check_mma(sched: Schedule, arch: Arch, stmt: Any, env: dict[str, Any], wher
         raise ScheduleRefused(f"{where}: {unit_name} {dtype_name} cannot read A from {a_from} (allowed: "
                               f"{', '.join(spec.a_from)})")  # fmt: skip
     cta_group = 1 if args.cta_group is None else _try_eval(args.cta_group, env)
+    if cta_group is not None and cta_group not in (1, 2):
+        raise InputError(
+            f"{where}: cta_group must be 1 or 2 (tcgen05 cta_group::1 or ::2), got {quote(cta_group, 30)}"
+        )
     if cta_group == 2 and (unit_name != "tcgen05" or 2 not in unit.cta_groups or not sched.launch.cta_pair):
         raise ScheduleRefused(f"{where}: cta_group 2 needs tcgen05 with 2-CTA support and launch.cta_pair")
     for operand in ("a", "b"):

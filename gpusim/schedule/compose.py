@@ -24,6 +24,10 @@ from gpusim.resources import builtin_dir
 from gpusim.yamlio import read_yaml_mapping
 
 MAX_DEPTH = 16
+MAX_EXPANDED_STATEMENTS = 20_000
+"""Most statements one role's program may hold once its templates are expanded (the shipped schedules
+hold under a few hundred); a template that uses another several times multiplies, so this bounds the
+memory and time of reading a schedule."""
 """How deep extends chains and templates that use templates may nest."""
 _ARG = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 _SIMPLE = re.compile(r"^\s*[\w.]+\s*$")
@@ -154,7 +158,14 @@ def substitute(value: Any, args: dict[str, Any], where: str) -> Any:
 
         return _ARG.sub(text, value)
     if isinstance(value, dict):
-        return {substitute(k, args, where): substitute(v, args, where) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            key = substitute(k, args, where)
+            if not isinstance(key, str | int | float | bool):
+                raise InputError(f"{where}: the key '{quote(str(k), 60)}' became {type(key).__name__} "
+                                 f"{quote(repr(key), 60)}; a template argument used as a key must be a word")  # fmt: skip
+            out[key] = substitute(v, args, where)
+        return out
     if isinstance(value, list):
         return [substitute(v, args, where) for v in value]
     return value
@@ -183,13 +194,20 @@ def _expand_role(role: Any, templates: dict[str, Any], where: str, depth: int = 
     return role
 
 
-def expand_statements(items: list[Any], templates: dict[str, Any], where: str, depth: int = 0) -> list[Any]:
-    """Statements with ``use`` and ``when`` replaced by the statements they stand for."""
+def expand_statements(items: list[Any], templates: dict[str, Any], where: str, depth: int = 0,
+                      budget: list[int] | None = None) -> list[Any]:  # fmt: skip
+    """Statements with ``use`` and ``when`` replaced by the statements they stand for (at most
+    :data:`MAX_EXPANDED_STATEMENTS` in one program, nested blocks included)."""
     if depth > MAX_DEPTH:
         raise InputError(f"{where}: templates or when blocks nest more than {MAX_DEPTH} deep")
+    budget = [MAX_EXPANDED_STATEMENTS] if budget is None else budget
     out: list[Any] = []
     for i, item in enumerate(items):
         here = f"{where}[{i}]"
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise InputError(f"{here}: the program expands to more than {MAX_EXPANDED_STATEMENTS:,} statements "
+                             "(templates used inside templates multiply); use a loop (for:) instead of copies")  # fmt: skip
         if not isinstance(item, dict):
             out.append(item)
         elif "use" in item:
@@ -199,17 +217,20 @@ def expand_statements(items: list[Any], templates: dict[str, Any], where: str, d
             template = _template(templates, item["use"], "do", here)
             args = _arguments(template, item.get("with"), item["use"], here)
             body = substitute(template["do"], args, f"{here} (template '{item['use']}')")
-            body = expand_statements(body, templates, here, depth + 1)
+            body = expand_statements(body, templates, here, depth + 1, budget)
             out.extend(_guarded(body, item.get("if")))
         elif "when" in item:
             extra = sorted(set(item) - {"when", "do"})
             if extra or not isinstance(item.get("do"), list):
                 raise InputError(f"{here}: a 'when' block takes only do: (a list of statements)")
-            body = expand_statements(item["do"], templates, f"{here}.do", depth + 1)
+            body = expand_statements(item["do"], templates, f"{here}.do", depth + 1, budget)
             out.extend(_guarded(body, item["when"]))
         else:
             if isinstance(item.get("do"), list):
-                item = {**item, "do": expand_statements(item["do"], templates, f"{here}.do", depth + 1)}
+                item = {
+                    **item,
+                    "do": expand_statements(item["do"], templates, f"{here}.do", depth + 1, budget),
+                }
             out.append(item)
     return out
 

@@ -114,6 +114,10 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise InputError(f"--set '{quote(text)}': empty key")
     if not key.isidentifier() or len(key) > 64:
         raise InputError(f"--set '{quote(key, 80)}': the key is not a parameter name (letters, digits, _)")
+    from gpusim.schedule.reserved import PREDICT_OPTIONS, reserved_reason
+
+    if key in PREDICT_OPTIONS:
+        raise InputError(f"--set {key}: {reserved_reason(key)}")
     if len(raw) > MAX_SET_VALUE_CHARS:
         raise InputError(
             f"--set {key}: the value is {len(raw):,} characters long; the limit is {MAX_SET_VALUE_CHARS}"
@@ -236,7 +240,7 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
     overrides = canonical_overrides(spec, overrides, src)
     for key in overrides:
         if key not in known:
-            raise UnknownNameError("parameter", key, known, where=f"--set {key}")
+            raise UnknownNameError("parameter", key, known, where=f"--set {quote(key, 60)}")
         if key in spec.choices:
             _check_choice(spec, key, overrides[key])
     env: dict[str, Any] = {
@@ -427,6 +431,9 @@ def _bool(value: Any, where: str) -> bool:
 
 def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch:
     ls = spec.launch
+    if not ls.grid:
+        raise InputError(f"{src}: launch.grid: empty; name at least one work-unit dimension with its extent "
+                         "(e.g. grid: {m: ceil_div(M, BM)})")  # fmt: skip
     grid = []
     for dim, raw in ls.grid.items():
         extent = _int(_eval(raw, env, f"{src}: launch.grid.{dim}"), f"{src}: launch.grid.{dim}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictStr, field_validator
+from pydantic import Field, StrictBool, StrictStr, field_validator, model_validator
 
 from gpusim.errors import quote
 from gpusim.schedule.fields import ExprLike, RawCount, RawSize, StrictModel
@@ -69,7 +69,7 @@ class LaunchSpec(_Model):
     ctas_per_sm: RawCount | Literal["auto"] = "auto"
     """CTAs resident per SM: ``auto`` (the default) computes the most that fit the registers, shared
     memory, threads, TMEM columns and the arch's CTA limit; a number pins it (checked against every budget)."""
-    persistent: bool = False
+    persistent: StrictBool = False
     """Persistent kernel: one CTA per slot loops over its units (tiles loop); else one CTA per unit."""
     scheduler: SchedulerSpec = SchedulerSpec()
     """Tile scheduler."""
@@ -82,12 +82,12 @@ class OperandSpec(_Model):
     """Expressions over unit coordinates identifying the panel (e.g. [m] for A's row panel)."""
     bytes: RawSize
     """Bytes of one panel."""
-    interleaved: bool = False
+    interleaved: StrictBool = False
     """The wave's readers stream through all their panels together, front to back, not in step
     (repeated-read microbenchmarks): under LRU a wave whose panels overflow the L2 keeps none of them
     (the lines a re-read needs first were evicted first) and every read misses, instead of the most
     recent panels surviving and each panel being fetched once per wave."""
-    resident: bool = False
+    resident: StrictBool = False
     """Written by the kernel launched just before in the same stream (a producer-consumer pair such as
     FlashMLA's decode and combine kernels): the kernel starts with every panel of it in L2 when they
     all fit. A set larger than the L2 starts with none: it was written in the order it is read, so
@@ -233,6 +233,34 @@ class ScheduleSpec(_Model):
         if not roles:
             raise ValueError("a schedule needs at least one role (roles: {} runs no work)")
         return roles
+
+    @field_validator("problem", "params", "aliases")
+    @classmethod
+    def _symbol_names(cls, values: dict[str, Any]) -> dict[str, Any]:
+        from gpusim.schedule.reserved import reserved_reason
+
+        for key in values:
+            if not isinstance(key, str) or not key.isidentifier() or len(key) > 64:
+                raise ValueError(f"'{quote(str(key), 80)}': a symbol name is up to 64 letters, digits and '_', "
+                                 "not starting with a digit (expressions read it)")  # fmt: skip
+            reason = reserved_reason(key)
+            if reason:
+                raise ValueError(f"{key}: {reason}; choose another name")
+        return values
+
+    @model_validator(mode="after")
+    def _symbols_defined_once(self) -> ScheduleSpec:
+        both = sorted(set(self.problem) & set(self.params))
+        if both:
+            raise ValueError(f"{both[0]} is both a problem value and a param; name it in one of them")
+        for alias, target in self.aliases.items():
+            if alias in self.problem or alias in self.params:
+                raise ValueError(f"aliases.{alias}: '{alias}' is already a problem value or param; an alias "
+                                 "is another name for one, not a second definition")  # fmt: skip
+            if target in self.aliases:
+                raise ValueError(f"aliases.{alias}: its target '{quote(str(target), 80)}' is itself an alias; "
+                                 "name the problem value or param")  # fmt: skip
+        return self
 
 
 class TemplateSpec(_Model):

@@ -258,7 +258,7 @@ class _Builder:
             if not b.has_protocol:
                 continue
             if b.consumer == "manual":
-                cta.chunks[name] = ChunkBuffer(env, name)
+                cta.chunks[name] = ChunkBuffer(env, name, b.chunks)
                 continue
             sharing = [cta]
             if b.scope == "pair" and pair:

@@ -465,7 +465,7 @@ def _wait(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     buf = stmt.args.buf
     if buf in rr.cta.chunks:
         chunk = 0 if stmt.args.chunk is None else rr.count(stmt, stmt.args.chunk)
-        event = rr.cta.chunks[buf].wait(ctx, chunk)
+        event = rr.cta.chunks[buf].wait(ctx, rr.cta.chunks[buf].check_chunk(chunk, stmt.where))
         if event is not None:
             rr.blocked_on = f"{stmt.where} (chunk {chunk} of '{buf}' for {ctx})"
         return event
@@ -551,6 +551,9 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
             lo = 0 if args.chunk is None else rr.count(stmt, args.chunk)
             hi = lo + 1
         per_chunk = share / max(1, hi - lo)
+        if hi > lo:
+            cta.chunks[buf].check_chunk(lo, stmt.where)
+            cta.chunks[buf].check_chunk(hi - 1, stmt.where)
         for c in range(lo, hi):
             buffers = [r.chunks[buf] for r in receivers]
             rr.transfer(per_chunk, operand=operand, write=False, tma=True,

@@ -319,9 +319,11 @@ class ChunkBuffer:
     a chunk and matches a landed tag on the tag's own keys, so a wait nested in a deeper loop (e.g.
     ``for c`` over the chunks) still finds the load issued one loop level up."""
 
-    def __init__(self, env: simpy.Environment, name: str) -> None:
+    def __init__(self, env: simpy.Environment, name: str, chunks: int | None = None) -> None:
         self.env = env
         self.name = name
+        self.chunks = chunks
+        """How many chunks the buffer has (None: unchecked)."""
         self.landed: dict[int, list[Tag]] = {}
         self.found: dict[int, dict[tuple[str, ...], dict[tuple[Any, ...], tuple[int, Tag]]]] = {}
         """An index of ``landed``: per chunk, per set of tag keys, the values of the first tag landed
@@ -338,6 +340,16 @@ class ChunkBuffer:
         self.waiters: list[tuple[Tag, int, simpy.Event]] = []
         self.ff: Any = None
         """The fast-forward controller, told of every landing and every wait."""
+
+    def check_chunk(self, chunk: int, where: str) -> int:
+        """``chunk`` if it is one of the buffer's chunks, else a one-line InputError naming the statement."""
+        if self.chunks is not None and not 0 <= chunk < self.chunks:
+            from gpusim.errors import InputError
+
+            raise InputError(
+                f"{where}: chunk {chunk} of buffer '{self.name}', which has chunks 0..{self.chunks - 1}"
+            )
+        return chunk
 
     def add_landed(self, chunk: int, tag: Tag) -> None:
         """Record a landed tag (a copy) in ``landed`` and its indexes; nobody is woken."""
