@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import reprlib
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from gpusim.autotune import default_problem as auto_default_problem
 from gpusim.autotune import is_auto, search
 from gpusim.autotune import problem_keys as auto_problem_keys
 from gpusim.costs import with_costs
-from gpusim.errors import InputError, checked_call, quote
+from gpusim.errors import InputError, LimitExceeded, checked_call, quote
 from gpusim.mechanisms import with_model
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
@@ -174,6 +175,9 @@ def _check_options(schedule: Any, arch: Any, costs: Any, max_events: Any, deadli
         or not math.isfinite(deadline_s)
     ):
         raise InputError(f"deadline_s: expected a finite time.perf_counter() value, got {_kind(deadline_s)}")
+    if deadline_s is not None and deadline_s <= time.perf_counter():
+        raise LimitExceeded(f"deadline_s: {deadline_s:.3f} has already passed (time.perf_counter() is "
+                            f"{time.perf_counter():.3f}); nothing was simulated")  # fmt: skip
     if on_progress is not None and not callable(on_progress):
         raise InputError(f"on_progress: expected a function (done, total), got {_kind(on_progress)}")
     if resources is not None and not isinstance(resources, str | Path) and not hasattr(resources, "kernels"):

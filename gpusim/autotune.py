@@ -276,6 +276,7 @@ def search(
     best_candidate: Candidate | None = None
     simulated = 0
     events_left = None if max_events is None else SEARCH_EVENTS_FACTOR * max_events
+    events_spent = 0
     for _, _, legal, sched, _, bound in ranked:
         params = legal.overrides
         if (
@@ -325,6 +326,7 @@ def search(
         except DeadlockError as exc:  # a schedule bug at this configuration: skipped, and said so
             tried.append(Candidate(legal.schedule, params, None, f"deadlock: {str(exc)[:200]}", legal.origin))
             continue
+        events_spent += int(prediction.sim.get("events", 0))
         if events_left is not None:
             events_left -= int(prediction.sim.get("events", 0))
         outcome = Candidate(legal.schedule, params, prediction.time_us, f"simulated (lower bound {bound:.2f} us)",
@@ -342,6 +344,7 @@ def search(
         "params": best_candidate.params,
         "origin": best_candidate.origin,
         "simulated": simulated,
+        "events": events_spent,
         "legal": len(ranked),
         "candidates": [c.as_dict() for c in tried],
     }

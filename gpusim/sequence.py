@@ -129,6 +129,9 @@ MAX_KERNELS = 10_000
 MAX_DISTINCT_KERNELS = 256
 """Most kernels with different schedules or values one sequence predicts (a kernel listed again with the
 same values is predicted once): with each prediction bounded by its event limit, this bounds the work."""
+SEQUENCE_EVENTS_FACTOR = 8
+"""A sequence predicts no further kernel once its kernels have simulated this many times ``max_events``
+events in detail (each kernel still stops at ``max_events``; an ``auto:*`` kernel's search at twice it)."""
 MAX_REPEAT = 10**9
 """Most back-to-back launches ``repeat:`` may ask for."""
 MAX_NAME_CHARS = 200
@@ -272,6 +275,7 @@ def predict_sequence(
     symbols = {**seq.problem, **(overrides or {})}
     result = SequencePrediction(name=seq.name, arch=arch_obj.id)
     previous: Prediction | None = None
+    events = 0  # simulated in detail by the kernels predicted so far
     seen: dict[str, Prediction] = {}  # a kernel listed again with the same values is predicted once
     for i, step in enumerate(seq.kernels):
         where = f"{seq.source}: kernels[{i}] ({step.name})"
@@ -285,6 +289,10 @@ def predict_sequence(
         if key not in seen and len(seen) >= MAX_DISTINCT_KERNELS:
             raise LimitExceeded(f"{where}: the sequence has more than {MAX_DISTINCT_KERNELS} kernels with different "
                                 "values, the most one sequence predicts; split it into several files")  # fmt: skip
+        if key not in seen and max_events is not None and events > SEQUENCE_EVENTS_FACTOR * max_events:
+            raise LimitExceeded(f"{where}: the kernels before it simulated {events:,} events, past the sequence's "
+                                f"work limit ({SEQUENCE_EVENTS_FACTOR} x --max-events); raise --max-events, or split "
+                                "the sequence")  # fmt: skip
         try:
             prediction = seen.get(key) or predict_kernel(
                 step.schedule, arch_obj, values, exact=exact, max_events=max_events
@@ -293,6 +301,8 @@ def predict_sequence(
             if exc.where:
                 raise
             raise UnknownNameError(exc.kind, exc.name, exc.known, where=f"{where}.schedule") from None
+        if key not in seen:
+            events += int(prediction.sim.get("events", 0)) + int((prediction.choice or {}).get("events", 0))
         seen[key] = prediction
         hidden_us = 0.0
         if step.launch == "pdl" and previous is not None:

@@ -194,10 +194,11 @@ def recorded() -> gpusim.Prediction:
         lambda p: gpusim.plot_roofline("h100", [p], "r.png"),  # type: ignore[arg-type]
         lambda p: gpusim.roofline_point(None, None),  # type: ignore[arg-type]
         lambda p: gpusim.read_measurements(5),  # type: ignore[arg-type]
+        lambda p: gpusim.predict("gemm_sync", "v100", deadline_s=0.0, **SMALL),
     ],
     ids=["numpy-array", "costs-5000-chars", "model-int", "model-empty", "exact-int", "variant-list",
          "trace-int-path", "trace-no-extension", "window-text", "window-reversed", "compare-none",
-         "roofline-arch-text", "roofline-point-none", "measurements-int"],
+         "roofline-arch-text", "roofline-point-none", "measurements-int", "deadline-passed"],
 )  # fmt: skip
 def test_api_misuse_raises_one_line_gpusim_errors(recorded: gpusim.Prediction, call: Any) -> None:
     with pytest.raises(gpusim.GpusimError) as info:
@@ -207,3 +208,30 @@ def test_api_misuse_raises_one_line_gpusim_errors(recorded: gpusim.Prediction, c
 
 def test_a_numpy_scalar_is_its_python_value() -> None:
     assert gpusim.predict("gemm_sync", "v100", M=np.int64(128), N=128, K=64).problem["M"] == 128
+
+
+def test_a_sequence_stops_past_its_work_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kernel stops at --max-events; the sequence predicts no further distinct kernel once its kernels
+    spent SEQUENCE_EVENTS_FACTOR times it (here 0, so the second distinct kernel is refused)."""
+    import gpusim.sequence as sequence
+
+    two = SEQUENCE + "- name: b\n  schedule: gemm_ws_pingpong\n  set: {M: n, N: 2 * n, K: n, dtype: bf16}\n"
+    seq = sequence.load_sequence(_write(tmp_path, "two.yaml", two))
+    assert len(sequence.predict_sequence(seq, "h100").kernels) == 2
+    monkeypatch.setattr(sequence, "SEQUENCE_EVENTS_FACTOR", 0)
+    with pytest.raises(gpusim.LimitExceeded, match=r"kernels\[1\] \(b\).*past the sequence's work limit"):
+        sequence.predict_sequence(seq, "h100")
+    again = SEQUENCE + "- name: b\n  schedule: gemm_ws_pingpong\n  set: {M: n, N: n, K: n, dtype: bf16}\n"
+    assert (
+        len(
+            sequence.predict_sequence(
+                sequence.load_sequence(_write(tmp_path, "same.yaml", again)), "h100"
+            ).kernels
+        )
+        == 2
+    )
+
+
+def test_an_auto_search_reports_the_events_it_spent() -> None:
+    p = gpusim.predict("auto:gemm", "h100", M=512, N=512, K=512, attribute=False)
+    assert p.choice is not None and p.choice["events"] >= p.sim["events"] > 0
