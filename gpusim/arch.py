@@ -411,6 +411,15 @@ class Calibration(StrictModel):
 class Arch(StrictModel):
     """One GPU: identity, clocks, memory, per-SM limits, compute rates, features, sources."""
 
+    def __init__(self, **data: Any) -> None:
+        """Build an arch from its fields (``load_arch`` reads one from YAML); a bad field is an InputError."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            error = InputError(format_validation_error("gpusim.Arch", exc))
+            error.validation_error = exc  # type: ignore[attr-defined]  # load_arch_file names the file instead
+            raise error from None
+
     id: str = Field(pattern=ARCH_ID_PATTERN)
     """Stable id, e.g. ``h100`` (the plain chip name is the SXM part)."""
     name: str
@@ -589,6 +598,11 @@ def load_arch_file(path: Path) -> Arch:
         return Arch.model_validate(data)
     except ValidationError as exc:
         raise InputError(format_validation_error(str(path), exc)) from None
+    except InputError as exc:
+        validation = getattr(exc, "validation_error", None)
+        if validation is None:
+            raise
+        raise InputError(format_validation_error(str(path), validation)) from None
 
 
 @cache

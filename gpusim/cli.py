@@ -207,6 +207,10 @@ def predict(
     check_output_path(trace, "--trace", TRACE_SUFFIXES)
     if (sm is not None or window is not None) and plot is None:
         raise InputError("--sm and --window choose what --plot draws; add --plot FILE.png")
+    if window is not None:
+        from gpusim.report.timeline import parse_window_text
+
+        parse_window_text(window)
     if arch is not None and not arch.strip():
         raise InputError("--arch '': an empty arch; give an id, alias or YAML path, or leave --arch out for "
                          "the schedule's reference arch")  # fmt: skip

@@ -232,10 +232,11 @@ def resolve_sets(step: KernelStep, symbols: dict[str, Any], where: str) -> dict[
             if not expr.names <= set(symbols):
                 out[key] = raw
                 continue
+            here = f"{where}.set.{key}"
             try:
-                out[key] = expr(symbols, where=f"{where}.set.{key}")
+                out[key] = expr(symbols, where=here)
             except ExprError as exc:
-                raise InputError(f"{where}.set.{key}: {exc}") from None
+                raise InputError(str(exc) if str(exc).startswith(here) else f"{here}: {exc}") from None
         else:
             out[key] = raw
     return out

@@ -120,6 +120,23 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
         ("validate --markdown rows over the input",
          ["validate", _write(tmp, "m_rows.csv", "x\n"), "--markdown", str(tmp / "m.md"), "-j", "1", "-q"], 2,
          "would overwrite the input"),
+        ("--window nan:nan", [*SYNC, "--plot", str(tmp / "p.png"), "--window", "nan:nan"], 2, "need finite"),
+        ("schedule: an infinite mix", ["predict", _softmax(tmp, "mix_inf.yaml", "row_max: {fp32: 1}",
+                                                          "row_max: {fp32: .inf}"), *softmax_args, "-q"], 2, "fp32"),
+        ("schedule: 1e300 ops per element", ["predict", _softmax(tmp, "mix_big.yaml", "row_max: {fp32: 1}",
+                                                                 "row_max: {fp32: 1e300}"), *softmax_args, "-q"], 2,
+         "fp32"),
+        ("schedule: a loop variable named like a problem value",
+         ["predict", _softmax(tmp, "shadow_loop.yaml", "      - cuda: {mix: row_max, elems: nrows * cols}\n",
+                              "      - for: {cols: 2}\n        do: [{cuda: {mix: row_max, elems: cols}}]\n"),
+          *softmax_args, "-q"], 2, "would hide"),
+        ("sweep --resume into a CSV that is not a results file",
+         ["sweep", "gemm_sync", "--arch", "v100", "--grid", "BM=64", "--out", _write(tmp, "notes.csv", "my notes\n"),
+          "--resume", "-j", "1", "-q"], 2, "not a gpusim results file"),
+        ("csv: a column twice in the header",
+         ["validate", _write(tmp, "twice.csv", "source,arch,schedule,dtype,M,N,K,batch,heads,seqlen_q,seqlen_kv,"
+                             "head_dim,causal,metric,value,unit,notes,params,value\n"), "-j", "1", "-q"], 2,
+         "appears twice"),
         ("sweep --resume over a damaged journal",
          ["sweep", "gemm_sync", "--arch", "v100", "--grid", "BM=64", "--set", "M=128", "--set", "N=128",
           "--set", "K=64", "--out", str(journal_out), "--resume", "-j", "1", "-q"], 0, ""),
@@ -235,3 +252,39 @@ def test_a_sequence_stops_past_its_work_limit(tmp_path: Path, monkeypatch: pytes
 def test_an_auto_search_reports_the_events_it_spent() -> None:
     p = gpusim.predict("auto:gemm", "h100", M=512, N=512, K=512, attribute=False)
     assert p.choice is not None and p.choice["events"] >= p.sim["events"] > 0
+
+
+def test_a_params_key_given_twice_marks_its_row(tmp_path: Path) -> None:
+    header = "source,arch,schedule,dtype,M,N,K,batch,heads,seqlen_q,seqlen_kv,head_dim,causal,metric,value,unit,notes,params"
+    row = "s,h100,gemm_ws_pingpong,bf16,256,256,256,,,,,,,time,10,us,n,BN=64;BN=128"
+    (m,) = gpusim.read_measurements([_write(tmp_path, "dup.csv", f"{header}\n{row}\n")])
+    assert m.error is not None and "given twice" in m.error
+
+
+def test_building_an_arch_from_bad_fields_is_an_input_error() -> None:
+    with pytest.raises(gpusim.InputError, match=r"gpusim\.Arch: field 'id'"):
+        gpusim.Arch(id=1)
+
+
+def test_a_server_that_is_not_a_dask_scheduler_is_refused_before_a_client_exists() -> None:
+    import socket
+    import threading
+
+    pytest.importorskip("distributed")
+    from gpusim.explore.executors import DaskExecutor
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def answer_like_http() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    threading.Thread(target=answer_like_http, daemon=True).start()
+    try:
+        with pytest.raises(gpusim.InputError, match="not a reachable Dask scheduler"):
+            DaskExecutor(f"tcp://127.0.0.1:{port}", connect_timeout_s=5)
+    finally:
+        server.close()

@@ -77,6 +77,8 @@ def parse_params(text: str) -> dict[str, Any]:
         key, sep, value = part.partition("=")
         if not sep:
             raise ValueError(f"params entry '{quote(part.strip(), 80)}' is not key=value")
+        if key.strip() in out:
+            raise ValueError(f"params entry '{quote(key.strip(), 60)}' is given twice")
         out[key.strip()] = parse_scalar(value)
     return out
 
@@ -108,6 +110,11 @@ def read_measurements(paths: list[str | Path], start: int = 0) -> list[Measureme
             if header is None:
                 raise InputError(f"{path}: empty file; expected the header {','.join(COLUMNS)}")
             header = [h.strip() for h in header]
+            twice = sorted({h for h in header if h and header.count(h) > 1})
+            if twice:
+                raise InputError(
+                    f"{path}: line 1: the column '{quote(twice[0], 60)}' appears twice in the header"
+                )
             missing = [c for c in COLUMNS if c not in header]
             if missing:
                 raise InputError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "

@@ -142,6 +142,7 @@ class DaskExecutor:
             raise InputError("--scheduler needs dask.distributed: pip install 'dask[distributed]'") from None
         self._own = not isinstance(address, Client)
         if self._own:
+            _probe_scheduler(address, connect_timeout_s)
             try:
                 self.client = Client(address, timeout=connect_timeout_s, set_as_default=False)
             except (OSError, TimeoutError, ValueError) as exc:
@@ -186,6 +187,29 @@ class DaskExecutor:
     def close(self) -> None:
         if self._own:
             self.client.close()
+
+
+def _probe_scheduler(address: str, timeout_s: float) -> None:
+    """Connect to ``address`` and exchange Dask's handshake once, so an unreachable host or a server that
+    is not a Dask scheduler is one line before a ``Client`` exists (a failed Client keeps the process
+    waiting on its own shutdown and prints a traceback from its destructor)."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def handshake() -> None:
+        comm = await connect(address, timeout=timeout_s)
+        await comm.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(handshake(), timeout_s + 1))
+    except Exception as exc:
+        why = "no reply in time" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, MemoryError):
+            why = "the reply is not Dask's protocol"
+        raise InputError(
+            f"--scheduler {quote(address, 80)}: not a reachable Dask scheduler ({quote(why, 120)})"
+        ) from None
 
 
 SCHEDULER_ADDRESS = re.compile(

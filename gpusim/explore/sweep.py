@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 from gpusim.explore.adapter import Costs, arch_for, refusal
 from gpusim.explore.executors import Executor
 from gpusim.explore.grid import Point
@@ -69,10 +69,24 @@ def row_key(row: dict[str, Any]) -> str:
     return Point(0, row["schedule"], row["arch"], params).key
 
 
+def _check_results_csv(path: Path) -> None:
+    """Refuse to resume into a CSV that is not a sweep's results (the sweep would overwrite it)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace", newline="") as f:
+            header = f.readline(1 << 16).strip().split(",")
+    except OSError as exc:
+        raise InputError(f"--resume: {quote(str(path))}: cannot read it ({exc.strerror})") from None
+    if header[:3] != ["point", "schedule", "arch"]:
+        raise InputError(f"--resume: {quote(str(path))} is not a gpusim results file (its first line is not "
+                         "point,schedule,arch,...); the sweep would overwrite it. Give another --out")  # fmt: skip
+
+
 def _previous_rows(out: Path, costs: Costs) -> dict[str, dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if out.exists() and FORMATS.get(out.suffix.lower()) == "parquet":
         rows.extend({k: v for k, v in r.items() if k != "rank"} for r in read_results(out))
+    elif out.exists() and out.is_file():
+        _check_results_csv(out)
     header, journal_rows = read_journal(journal_path(out))
     if header is not None and header.get("costs") != costs:
         raise InputError(f"--resume: {journal_path(out)} was run with {header.get('costs')} costs, "

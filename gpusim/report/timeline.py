@@ -7,11 +7,12 @@ LSU, TMEM, store port) or a role replica (its spans say what it spent time in: `
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 from gpusim.sim.engine import SimRun
 from gpusim.sim.hardware import PIPES
 
@@ -168,15 +169,22 @@ def default_window(run: SimRun, sm_index: int, periods: float = 3.0) -> tuple[fl
     return max(0.0, mid - width / 2), min(end, mid + width / 2)
 
 
-def parse_window(text: str, kernel_ns: float) -> tuple[float, float]:
-    """``START_US:END_US`` -> (start ns, end ns); a window outside the kernel is a one-line error."""
+def parse_window_text(text: str) -> tuple[float, float]:
+    """``START_US:END_US`` -> (start us, end us), finite with 0 <= start < end (checked before simulating)."""
     try:
         a, b = (float(x) for x in text.split(":"))
     except ValueError:
-        raise InputError(f"--window '{text}': expected START_US:END_US, e.g. 100:140") from None
+        raise InputError(f"--window '{quote(text, 80)}': expected START_US:END_US, e.g. 100:140") from None
+    if not (math.isfinite(a) and math.isfinite(b)) or a < 0 or b <= a:
+        raise InputError(f"--window '{quote(text, 80)}': need finite 0 <= START_US < END_US")
+    return a, b
+
+
+def parse_window(text: str, kernel_ns: float) -> tuple[float, float]:
+    """``START_US:END_US`` -> (start ns, end ns); a window outside the kernel is a one-line error."""
+    a, b = parse_window_text(text)
+    text = quote(text, 80)
     end_us = kernel_ns / 1000
-    if a < 0 or b <= a:
-        raise InputError(f"--window '{text}': need 0 <= START_US < END_US")
     if a >= end_us:
         raise InputError(f"--window '{text}': starts after the kernel ends at {end_us:,.2f} us")
     if b > end_us * 1.0001:

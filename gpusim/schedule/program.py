@@ -36,6 +36,10 @@ OperandSpaceName = Literal["smem", "rmem", "tmem"]
 """Where an MMA's A operand is read from."""
 InstrClass = Literal["fp32", "ex2", "cvt", "int"]
 """CUDA-core instruction classes of a mix: FP32 FMA/ALU, SFU transcendental, conversion, integer."""
+MAX_OPS_PER_ELEMENT = 1e6
+"""Most instructions of one class per element a mix may ask for (real mixes: 0.1 to a few dozen)."""
+OpsPerElement = Annotated[float, Field(ge=0, le=MAX_OPS_PER_ELEMENT, allow_inf_nan=False)]
+"""Instructions of one class per element in a CUDA-core mix."""
 QUEUES = frozenset(QueueName.__args__)  # type: ignore[attr-defined]
 
 
@@ -330,7 +334,7 @@ class Cuda(OpArgs):
 
     mix: str | None = None
     """A named mix from ``mixes:`` (or give ``ops``)."""
-    ops: dict[InstrClass, Annotated[float, Field(ge=0)]] | None = None
+    ops: dict[InstrClass, OpsPerElement] | None = None
     """An inline mix: ops per element by class (or give ``mix``)."""
     elems: SizeExpr
     """Elements processed by the role (all its warps together)."""

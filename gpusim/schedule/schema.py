@@ -13,7 +13,7 @@ from pydantic import Field, StrictBool, StrictStr, field_validator, model_valida
 
 from gpusim.errors import quote
 from gpusim.schedule.fields import ExprLike, RawCount, RawSize, StrictModel
-from gpusim.schedule.program import InstrClass, Program
+from gpusim.schedule.program import InstrClass, OpsPerElement, Program
 
 _Model = StrictModel
 SCHEDULE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -189,7 +189,7 @@ class ScheduleSpec(_Model):
     choices: dict[str, list[str]] = Field(default_factory=dict)
     """The words a word-valued problem or param symbol may take (``choices: {op: [copy, scale]}``); any
     other value given with ``--set`` or in a measured row is refused, naming the closest."""
-    mixes: dict[str, dict[InstrClass, Annotated[float, Field(ge=0)]]] = Field(default_factory=dict)
+    mixes: dict[str, dict[InstrClass, OpsPerElement]] = Field(default_factory=dict)
     """CUDA-core instruction mixes: ops per element by class (fp32, ex2, cvt, int)."""
     metrics: MetricsSpec = MetricsSpec()
     """Useful FLOPs and compulsory bytes."""

@@ -4,7 +4,7 @@ misspelt or undeclared name is refused with its statement's path instead of fail
 
 from __future__ import annotations
 
-from gpusim.errors import UnknownNameError
+from gpusim.errors import InputError, UnknownNameError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import statement_exprs, walk
 
@@ -49,7 +49,14 @@ def check_symbols(sched: Schedule) -> None:
     known = {*sched.env, *LOADER_SYMBOLS, *UNIT_SYMBOLS, *ROLE_SYMBOLS}
     known |= {dim for dim, _ in sched.launch.grid} | set(sched.launch.fields)
     for role in sched.roles.values():
-        loops = {stmt.args.var for stmt, _ in walk(role.program) if stmt.op == "for"}
+        loops = set()
+        for stmt, _ in walk(role.program):
+            if stmt.op == "for":
+                if stmt.args.var in known:
+                    raise InputError(f"{stmt.where}: the loop variable '{stmt.args.var}' would hide the symbol of "
+                                     "that name (a problem value, param, grid dimension or built-in) inside the "
+                                     "loop; name it differently")  # fmt: skip
+                loops.add(stmt.args.var)
         names = known | loops
         for stmt, _ in walk(role.program):
             for expr in statement_exprs(stmt):
