@@ -460,3 +460,17 @@ def test_the_report_names_built_in_schedules_by_their_path_in_the_repository_not
         == "auto:gemm on v100: no schedule is legal (refused: schedules/gemm_sync.yaml: roles.warps)"
     )
     assert portable_reason("/elsewhere/my.yaml: refused") == "/elsewhere/my.yaml: refused"
+
+
+def test_an_ablation_variant_names_each_mechanism_once() -> None:
+    """The variant of a run with ``--model +power`` that switches power off is ``-power``, not
+    ``+power,-power`` (a model text naming a mechanism twice is refused)."""
+    from gpusim.calibrate.ablation import variant_model
+    from gpusim.mechanisms import parse_model
+
+    assert variant_model(None, "shared_tensor") == "-shared_tensor"
+    assert variant_model("+power", "shared_tensor") == "+power,-shared_tensor"
+    assert variant_model("+power", "power") == "-power"
+    assert variant_model("+power,-smem_fills", "power") == "-smem_fills,-power"
+    for model in (None, "+power", "+power,-smem_fills"):
+        parse_model(variant_model(model, "power"))

@@ -39,8 +39,12 @@ def ablation_rows_file_for(markdown: str | Path) -> Path:
 
 
 def variant_model(model: str | None, mechanism: str) -> str:
-    """The model text of the run's model with ``mechanism`` switched off."""
-    return f"{model},-{mechanism}" if model else f"-{mechanism}"
+    """The model text of the run's model with ``mechanism`` switched off (an item of the run's model that
+    names the mechanism is dropped: a mechanism is named once)."""
+    kept = [
+        item for item in (model or "").replace(" ", ",").split(",") if item and item.lstrip("+-") != mechanism
+    ]
+    return ",".join([*kept, f"-{mechanism}"])
 
 
 @dataclass
