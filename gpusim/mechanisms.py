@@ -4,7 +4,8 @@ A mechanism is a part of the model that is not proven better than going without 
 wants to ablate. Each has a default; a model text switches mechanisms relative to the defaults:
 
 - ``"+power"`` or ``"power"``: switch ``power`` on; ``"-power"``: switch it off;
-- several, comma-separated: ``"+power,-other"``; ``"default"`` (or an empty text): the defaults.
+- several, comma-separated, each named once: ``"+power,-other"``; ``"default"``: the defaults (an empty
+  text names nothing and is refused; leave the option out instead).
 
 The resolved set travels on the arch (``Arch.mechanisms``), so every path to a prediction (auto
 searches, validation, calibration) sees the same switches, and each :class:`~gpusim.result.Prediction`
