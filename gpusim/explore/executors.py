@@ -74,10 +74,10 @@ class LocalExecutor:
         processes = getattr(pool, "_processes", None) or {}
         return sorted(processes)
 
-    def _stop_workers(self) -> None:
+    def _stop_workers(self, how: signal.Signals = signal.SIGTERM) -> None:
         for pid in self.worker_pids():
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
+                os.kill(pid, how)
 
     def run(self, points: Sequence[Point], costs: Costs, archs: Archs = None) -> Iterator[dict[str, Any]]:
         pending = {p.index: p for p in points}
@@ -112,6 +112,8 @@ class LocalExecutor:
                 self._stop_workers()  # Ctrl-C, SIGTERM, a caller that stops early: no point finishes
                 raise
             finally:
+                if broken:  # CPython 3.11's pool can spin forever in shutdown while a surviving worker is
+                    self._stop_workers(signal.SIGKILL)  # alive; its points are resubmitted below anyway
                 pool.shutdown(wait=True, cancel_futures=True)
                 self._pool = None
             if broken:
