@@ -24,11 +24,11 @@ from gpusim.resources import builtin_dir
 from gpusim.yamlio import read_yaml_mapping
 
 MAX_DEPTH = 16
+"""How deep extends chains and templates that use templates may nest."""
 MAX_EXPANDED_STATEMENTS = 20_000
 """Most statements one role's program may hold once its templates are expanded (the shipped schedules
 hold under a few hundred); a template that uses another several times multiplies, so this bounds the
 memory and time of reading a schedule."""
-"""How deep extends chains and templates that use templates may nest."""
 _ARG = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 _SIMPLE = re.compile(r"^\s*[\w.]+\s*$")
 
