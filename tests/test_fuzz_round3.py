@@ -288,3 +288,15 @@ def test_a_server_that_is_not_a_dask_scheduler_is_refused_before_a_client_exists
             DaskExecutor(f"tcp://127.0.0.1:{port}", connect_timeout_s=5)
     finally:
         server.close()
+
+
+def test_a_chunk_outside_its_buffer_is_named(tmp_path: Path) -> None:
+    """A wait on chunk 99 of a 9-chunk buffer used to wait forever (a deadlock report at best)."""
+    text = (ROOT / "schedules" / "mla_decode_flashmla.yaml").read_text(encoding="utf-8")
+    old = "          - wait: {buf: k0, chunk: c}"
+    assert old in text
+    text = text.replace(old, "          - wait: {buf: k0, chunk: c + 99}", 1)
+    text = text.replace("extends: parts/", f"extends: {ROOT / 'schedules' / 'parts'}/")
+    path = _write(tmp_path, "mla_chunk.yaml", text)
+    with pytest.raises(gpusim.InputError, match=r"chunk 99 of buffer 'k0', which has chunks 0\.\.8"):
+        gpusim.predict(path, "h100", batch=1, seqlen_kv=512, attribute=False)
