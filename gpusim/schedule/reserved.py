@@ -14,10 +14,25 @@ PREDICT_OPTIONS: frozenset[str] = frozenset(
 """Keyword arguments of gpusim.predict, gpusim.compare and the roofline besides the problem."""
 
 
+COMMAND_LINE_FLAGS: dict[str, str] = {
+    "schedule": "the first argument",
+    "arch": "--arch",
+    "costs": "--calibrated, --datasheet or --overlay",
+    "model": "--model",
+    "record": "--trace or --plot",
+    "exact": "--exact",
+    "max_events": "--max-events",
+    "resources": "--resources",
+}
+"""Where ``gpusim predict`` takes each option it has a flag for."""
+
+
 def reserved_reason(key: str) -> str | None:
     """Why ``key`` cannot name a problem value or parameter, or None when it can."""
     if key in PREDICT_OPTIONS:
-        return f"'{key}' is an option of gpusim.predict (a flag of its own on the command line), not a problem value or parameter"
+        flag = COMMAND_LINE_FLAGS.get(key)
+        where = f" (on the command line: {flag})" if flag else ""
+        return f"'{key}' is an option of gpusim.predict{where}, not a problem value or parameter"
     if key in FUNCTIONS:
         return f"'{key}' is an expression function"
     for table, who in ((LOADER_SYMBOLS, "the loader"), (UNIT_SYMBOLS, "the tile scheduler"),
