@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import reprlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,7 @@ from gpusim.autotune import default_problem as auto_default_problem
 from gpusim.autotune import is_auto, search
 from gpusim.autotune import problem_keys as auto_problem_keys
 from gpusim.costs import with_costs
-from gpusim.errors import InputError, LimitExceeded, checked_call, quote
+from gpusim.errors import InputError, LimitExceeded, checked_call, kind_of
 from gpusim.mechanisms import with_model
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
@@ -133,10 +132,8 @@ def predict(
     Raises InputError (bad input), ScheduleRefused (hardware or budget check), DeadlockError or
     LimitExceeded; all are :class:`gpusim.GpusimError`.
     """
-    _check_options(schedule, arch, costs, max_events, deadline_s, on_progress, resources)
-    for name, flag in (("record", record), ("exact", exact), ("attribute", attribute)):
-        if not isinstance(flag, bool):
-            raise InputError(f"{name}: expected True or False, got {_kind(flag)}")
+    _check_options(schedule, arch, costs, max_events, deadline_s, on_progress, resources,
+                   {"record": record, "exact": exact, "attribute": attribute})  # fmt: skip
     problem = {key: _problem_value(key, value) for key, value in problem.items()}
     arch_obj = with_model(
         load_arch(arch if arch is not None else reference_arch(schedule), costs=costs), model
@@ -154,34 +151,41 @@ def predict(
 
 
 def _check_options(schedule: Any, arch: Any, costs: Any, max_events: Any, deadline_s: Any, on_progress: Any,
-                   resources: Any) -> None:  # fmt: skip
+                   resources: Any, flags: dict[str, Any]) -> None:  # fmt: skip
     """Refuse, before any work, arguments of the wrong type or range (one-line InputErrors)."""
     if not isinstance(schedule, str | Path | ScheduleSpec | Schedule):
         raise InputError(
-            f"schedule: expected a name, a YAML path or a loaded schedule, got {_kind(schedule)}"
+            f"schedule: expected a name, a YAML path or a loaded schedule, got {kind_of(schedule)}"
         )
     if arch is not None and not isinstance(arch, str | Path | Arch):
-        raise InputError(f"arch: expected an arch id, a YAML path or an Arch, got {_kind(arch)}")
+        raise InputError(f"arch: expected an arch id, a YAML path or an Arch, got {kind_of(arch)}")
     if not isinstance(costs, str | Path):
-        raise InputError(f"costs: expected 'calibrated', 'datasheet' or an overlay path, got {_kind(costs)}")
+        raise InputError(
+            f"costs: expected 'calibrated', 'datasheet' or an overlay path, got {kind_of(costs)}"
+        )
     if max_events is not None and (
         isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1
     ):
         raise InputError(f"max_events: expected a whole number of events >= 1 (None: no limit), got "
-                         f"{_kind(max_events)}")  # fmt: skip
+                         f"{kind_of(max_events)}")  # fmt: skip
     if deadline_s is not None and (
         isinstance(deadline_s, bool)
         or not isinstance(deadline_s, int | float)
         or not math.isfinite(deadline_s)
     ):
-        raise InputError(f"deadline_s: expected a finite time.perf_counter() value, got {_kind(deadline_s)}")
+        raise InputError(
+            f"deadline_s: expected a finite time.perf_counter() value, got {kind_of(deadline_s)}"
+        )
     if deadline_s is not None and deadline_s <= time.perf_counter():
         raise LimitExceeded(f"deadline_s: {deadline_s:.3f} has already passed (time.perf_counter() is "
                             f"{time.perf_counter():.3f}); nothing was simulated")  # fmt: skip
     if on_progress is not None and not callable(on_progress):
-        raise InputError(f"on_progress: expected a function (done, total), got {_kind(on_progress)}")
+        raise InputError(f"on_progress: expected a function (done, total), got {kind_of(on_progress)}")
     if resources is not None and not isinstance(resources, str | Path) and not hasattr(resources, "kernels"):
-        raise InputError(f"resources: expected a build's path or its BuildReport, got {_kind(resources)}")
+        raise InputError(f"resources: expected a build's path or its BuildReport, got {kind_of(resources)}")
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise InputError(f"{name}: expected True or False, got {kind_of(flag)}")
 
 
 def _problem_value(key: str, value: Any) -> Any:
@@ -191,12 +195,8 @@ def _problem_value(key: str, value: Any) -> Any:
         value = value.item()
     if not isinstance(value, int | float | str):
         raise InputError(f"{key}: expected a number, true/false or text (a word or an expression), got "
-                         f"{_kind(value)}")  # fmt: skip
+                         f"{kind_of(value)}")  # fmt: skip
     return value
-
-
-def _kind(value: Any) -> str:
-    return f"{type(value).__name__} {quote(reprlib.repr(value), 60)}"
 
 
 def _predict_auto(kind: str, arch: Arch, problem: dict[str, Any], *, record: bool, exact: bool, attribute: bool,

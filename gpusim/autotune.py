@@ -275,15 +275,13 @@ def search(
     best: Prediction | None = None
     best_candidate: Candidate | None = None
     simulated = 0
-    events_left = None if max_events is None else SEARCH_EVENTS_FACTOR * max_events
     events_spent = 0
     for _, _, legal, sched, _, bound in ranked:
         params = legal.overrides
         if (
-            events_left is not None
-            and max_events is not None
+            max_events is not None
             and best is not None
-            and events_left < max_events
+            and SEARCH_EVENTS_FACTOR * max_events - events_spent < max_events
         ):
             tried.append(Candidate(legal.schedule, params, None, f"not simulated: the search's work limit "
                                    f"({SEARCH_EVENTS_FACTOR} x --max-events) is spent (lower bound {bound:.2f} us)",
@@ -327,8 +325,6 @@ def search(
             tried.append(Candidate(legal.schedule, params, None, f"deadlock: {str(exc)[:200]}", legal.origin))
             continue
         events_spent += int(prediction.sim.get("events", 0))
-        if events_left is not None:
-            events_left -= int(prediction.sim.get("events", 0))
         outcome = Candidate(legal.schedule, params, prediction.time_us, f"simulated (lower bound {bound:.2f} us)",
                             legal.origin)  # fmt: skip
         tried.append(outcome)

@@ -18,7 +18,7 @@ from gpusim.cli_guard import (
     YAML_SUFFIXES,
     check_build_dir,
     check_output_path,
-    refuse_overwriting_an_input,
+    refuse_writing_over_inputs,
     run_guarded,
 )
 from gpusim.cli_guard import write_json as _print_json
@@ -101,13 +101,6 @@ def _costs(calibrated: bool, overlay: str | None) -> str:
                              "as `gpusim calibrate --out` writes")  # fmt: skip
         return overlay
     return "calibrated" if calibrated else "datasheet"
-
-
-def _refuse_writing_over(inputs: list[str], outputs: dict[str, str | None]) -> None:
-    """Refuse any output path (``{option: path}``) that is one of the command's input files."""
-    for option, out in outputs.items():
-        for path in inputs:
-            refuse_overwriting_an_input(out, option, {"input": str(path)})
 
 
 def _overrides(sets: list[str] | None) -> dict[str, Any]:
@@ -562,9 +555,9 @@ def validate_cmd(
             ablation_file = ablation_rows_file_for(markdown)
             check_output_path(str(ablation_file), "--ablate (its row results)", (".csv",))
             ablation_previous = read_previous(ablation_file) if reuse_unchanged else {}
-        _refuse_writing_over(files, {"--markdown": markdown, "--markdown (its row results)": str(rows_file),
+        refuse_writing_over_inputs(files, {"--markdown": markdown, "--markdown (its row results)": str(rows_file),
                                      "--ablate (its row results)": str(ablation_file) if ablation_file else None})  # fmt: skip
-    _refuse_writing_over(files, {"--plot": plot or None})
+    refuse_writing_over_inputs(files, {"--plot": plot or None})
     with progress_bar("validate: rows", quiet) as progress:
         results, summary = run_validate(files, costs=costs, arch_filter=arch, jobs=jobs or None,
                                         max_events=max_events or None, on_progress=progress,
@@ -659,7 +652,7 @@ def calibrate_cmd(
 
     if not dry_run:
         check_output_path(out, "--out", YAML_SUFFIXES)
-        _refuse_writing_over([*files, arch], {"--out": out})
+        refuse_writing_over_inputs([*files, arch], {"--out": out})
     if max_rows < 0:
         raise InputError(f"--max-rows {max_rows}: expected 0 (every usable row) or more")
     if jobs < 0:

@@ -293,6 +293,14 @@ def refuse_overwriting_an_input(out: str | None, option: str, inputs: dict[str, 
                              "the input; write them to another file")  # fmt: skip
 
 
+def refuse_writing_over_inputs(inputs: Iterable[str | Path], outputs: dict[str, str | None]) -> None:
+    """Refuse any output path (``{option: path}``; None: not written) that is one of ``inputs``."""
+    paths = [str(p) for p in inputs]
+    for option, out in outputs.items():
+        for path in paths:
+            refuse_overwriting_an_input(out, option, {"input": path})
+
+
 def check_output_path(path: str | None, option: str, suffixes: Iterable[str]) -> Path | None:
     """Refuse, before any work starts, an output path that cannot be written as asked: a missing or
     read-only directory, a directory in place of a file, or a suffix other than ``suffixes``."""

@@ -30,20 +30,19 @@ class Variant:
     def __post_init__(self) -> None:
         from pathlib import Path
 
-        from gpusim.errors import quote
+        from gpusim.errors import kind_of
 
-        def bad(name: str, expected: str, value: Any) -> InputError:
-            return InputError(f"Variant: {name}: expected {expected}, got {type(value).__name__} "
-                              f"{quote(repr(value), 60)}")  # fmt: skip
-
-        if not isinstance(self.schedule, str | Path):
-            raise bad("schedule", "a schedule name or YAML path", self.schedule)
-        if self.arch is not None and not isinstance(self.arch, str | Path):
-            raise bad("arch", "an arch id, alias or YAML path (or None)", self.arch)
-        if not isinstance(self.overrides, dict) or not all(isinstance(k, str) for k in self.overrides):
-            raise bad("overrides", "a mapping of parameter names to values", self.overrides)
-        if not isinstance(self.label, str) or not isinstance(self.option, str):
-            raise bad("label", "text", self.label if not isinstance(self.label, str) else self.option)
+        checks = (
+            ("schedule", "a schedule name or YAML path", isinstance(self.schedule, str | Path)),
+            ("arch", "an arch id, alias or YAML path (or None)", self.arch is None or isinstance(self.arch, str | Path)),
+            ("overrides", "a mapping of parameter names to values",
+             isinstance(self.overrides, dict) and all(isinstance(k, str) for k in self.overrides)),
+            ("label", "text", isinstance(self.label, str)),
+            ("option", "text", isinstance(self.option, str)),
+        )  # fmt: skip
+        for name, expected, ok in checks:
+            if not ok:
+                raise InputError(f"Variant: {name}: expected {expected}, got {kind_of(getattr(self, name))}")
 
     @property
     def name(self) -> str:

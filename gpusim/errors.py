@@ -28,6 +28,14 @@ def quote(text: Any, limit: int = QUOTE_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+def kind_of(value: Any) -> str:
+    """A value of the wrong kind, for a one-line message: its type and a bounded repr
+    (``list [1, 2, 3, ...]``; reprlib keeps a huge container from being printed whole)."""
+    import reprlib
+
+    return f"{type(value).__name__} {quote(reprlib.repr(value), 60)}"
+
+
 class GpusimError(Exception):
     """A user-facing error: bad input, an unknown name, or a schedule that does not fit."""
 

@@ -15,23 +15,19 @@ from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.comparison import Comparison
-from gpusim.errors import InputError, quote
+from gpusim.errors import InputError, kind_of
 from gpusim.result import Prediction
-
-
-def _kind(value: Any) -> str:
-    return f"{type(value).__name__} {quote(repr(value), 60)}"
 
 
 def _checked_prediction(p: Any, what: str = "p") -> Prediction:
     if not isinstance(p, Prediction):
-        raise InputError(f"{what}: expected a gpusim.Prediction (from gpusim.predict), got {_kind(p)}")
+        raise InputError(f"{what}: expected a gpusim.Prediction (from gpusim.predict), got {kind_of(p)}")
     return p
 
 
 def _checked_arch(arch: Any) -> Arch:
     if not isinstance(arch, Arch):
-        raise InputError(f"arch: expected a gpusim.Arch (from gpusim.load_arch), got {_kind(arch)}")
+        raise InputError(f"arch: expected a gpusim.Arch (from gpusim.load_arch), got {kind_of(arch)}")
     return arch
 
 
@@ -39,7 +35,7 @@ def _checked_path(path: Any, option: str, suffixes: tuple[str, ...]) -> Path:
     from gpusim.cli_guard import check_output_path
 
     if not isinstance(path, str | Path):
-        raise InputError(f"{option}: expected a file path ({', '.join(suffixes)}), got {_kind(path)}")
+        raise InputError(f"{option}: expected a file path ({', '.join(suffixes)}), got {kind_of(path)}")
     checked = check_output_path(str(path), option, suffixes)
     assert checked is not None
     return checked
@@ -63,7 +59,7 @@ def plot_timeline(p: Prediction, path: str | Path, *, sm: int | None = None,
     run = _recorded(p)
     _checked_path(path, "path", PLOT_SUFFIXES)
     if sm is not None and (isinstance(sm, bool) or not isinstance(sm, int)):
-        raise InputError(f"sm: expected an SM group index (a whole number), got {_kind(sm)}")
+        raise InputError(f"sm: expected an SM group index (a whole number), got {kind_of(sm)}")
     window_ns = None
     if window_us is not None:
         if (
@@ -75,7 +71,7 @@ def plot_timeline(p: Prediction, path: str | Path, *, sm: int | None = None,
             or not 0 <= window_us[0] < window_us[1]
         ):
             raise InputError(
-                f"window_us: expected (start_us, end_us) with 0 <= start < end, got {_kind(window_us)}"
+                f"window_us: expected (start_us, end_us) with 0 <= start < end, got {kind_of(window_us)}"
             )
         window_ns = (window_us[0] * 1000, window_us[1] * 1000)
     return draw(run, path, check_sm(run, sm) if sm is not None else None, window_ns, verdict=p.verdict,
@@ -97,9 +93,9 @@ def plot_compare(c: Comparison, path: str | Path, title: str = "") -> Path:
     from gpusim.report.plot_compare import plot_compare as draw
 
     if not isinstance(c, Comparison):
-        raise InputError(f"c: expected a gpusim.Comparison (from gpusim.compare), got {_kind(c)}")
+        raise InputError(f"c: expected a gpusim.Comparison (from gpusim.compare), got {kind_of(c)}")
     if not isinstance(title, str):
-        raise InputError(f"title: expected text, got {_kind(title)}")
+        raise InputError(f"title: expected text, got {kind_of(title)}")
     return draw(c, _checked_path(path, "path", PLOT_SUFFIXES), title)
 
 
@@ -112,7 +108,7 @@ def plot_roofline(arch: Arch, predictions: list[Prediction], path: str | Path,
 
     arch = _checked_arch(arch)
     if isinstance(predictions, str | bytes) or not isinstance(predictions, list | tuple):
-        raise InputError(f"predictions: expected a list of gpusim.Prediction, got {_kind(predictions)}")
+        raise InputError(f"predictions: expected a list of gpusim.Prediction, got {kind_of(predictions)}")
     for i, p in enumerate(predictions):
         _checked_prediction(p, f"predictions[{i}]")
     if labels is not None and (
@@ -121,7 +117,7 @@ def plot_roofline(arch: Arch, predictions: list[Prediction], path: str | Path,
         or not all(isinstance(label, str) for label in labels)
     ):
         raise InputError(
-            f"labels: expected one text per prediction ({len(predictions)}), got {_kind(labels)}"
+            f"labels: expected one text per prediction ({len(predictions)}), got {kind_of(labels)}"
         )
     path = _checked_path(path, "path", PLOT_SUFFIXES)
     points = []

@@ -185,15 +185,14 @@ def _kernel(raw: Any, where: str) -> KernelStep:
     sets = raw.get("set") or {}
     if not isinstance(sets, dict):
         raise InputError(f"{where}.set: expected a mapping KEY: expression, got {quote(sets)}")
-    from gpusim.schedule.reserved import PREDICT_OPTIONS, reserved_reason
+    from gpusim.schedule.reserved import refuse_predict_option
 
     for key in sets:
         if not isinstance(key, str) or not key.isidentifier() or len(key) > 64:
             raise InputError(
                 f"{where}.set: '{quote(str(key), 80)}' is not a parameter name (letters, digits, _)"
             )
-        if key in PREDICT_OPTIONS:
-            raise InputError(f"{where}.set.{key}: {reserved_reason(key)}")
+        refuse_predict_option(key, f"{where}.set.{key}")
     launch = raw.get("launch", "stream")
     if launch not in LAUNCH_KINDS:
         raise InputError(

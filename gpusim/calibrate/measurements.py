@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusim.errors import InputError, quote
+from gpusim.errors import InputError, kind_of, quote
 from gpusim.textfile import read_text_file
 
 MAX_CSV_BYTES = 64 << 20
@@ -88,12 +88,9 @@ def read_measurements(paths: list[str | Path], start: int = 0) -> list[Measureme
     if isinstance(paths, str | Path):
         paths = [paths]
     if not isinstance(paths, list | tuple) or not all(isinstance(p, str | Path) for p in paths):
-        raise InputError(f"read_measurements: expected a list of CSV paths, got {type(paths).__name__} "
-                         f"{quote(repr(paths), 60)}")  # fmt: skip
+        raise InputError(f"read_measurements: expected a list of CSV paths, got {kind_of(paths)}")
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
-        raise InputError(
-            f"read_measurements: start: expected a whole number >= 0, got {quote(repr(start), 40)}"
-        )
+        raise InputError(f"read_measurements: start: expected a whole number >= 0, got {kind_of(start)}")
     rows: list[Measurement] = []
     index = start
     for p in paths:

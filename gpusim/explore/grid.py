@@ -69,9 +69,9 @@ def _number(text: str, where: str) -> int | float:
         raise InputError(f"{where}: expected a number in a lo..hi[:step] range (finite, decimal), got "
                          f"'{quote(text, 80)}'")  # fmt: skip
     value: int | float = int(text) if _INTEGER.fullmatch(text) and len(text) < 40 else float(text)
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_RANGE_MAGNITUDE:
-        raise InputError(f"{where}: {quote(text.strip(), 40)} is too large for a range bound (at most 1e18)")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, int) and abs(value) > MAX_RANGE_MAGNITUDE:
+        raise InputError(f"{where}: {quote(text, 40)} is too large for a range bound (at most 1e18)")
+    if not math.isfinite(value):
         raise InputError(f"{where}: expected a number in a lo..hi range (finite), got {text.strip()[:80]!r}")
     return value
 
@@ -116,10 +116,9 @@ def parse_axis(text: str) -> Axis:
         )
     if not body:
         raise InputError(f"--grid {key}: no values; expected KEY=v1,v2,... or KEY=lo..hi[:step]")
-    from gpusim.schedule.reserved import PREDICT_OPTIONS, reserved_reason
+    from gpusim.schedule.reserved import refuse_predict_option
 
-    if key in PREDICT_OPTIONS:
-        raise InputError(f"--grid {key}: {reserved_reason(key)}")
+    refuse_predict_option(key, f"--grid {key}")
     if ".." in body and "," not in body:
         return Axis(key, _range(key, body))
     values = tuple(_scalar(part, f"--grid {key}") for part in body.split(","))

@@ -28,13 +28,12 @@ def register_rank_check(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     ) -> None:
         """Per ablation: pairwise order agreement with the measurements and the top pick's share of the best."""
-        from gpusim.cli_guard import check_output_path, refuse_overwriting_an_input, write_json
+        from gpusim.cli_guard import check_output_path, refuse_writing_over_inputs, write_json
         from gpusim.explore.executors import make_executor
         from gpusim.explore.rankcheck import markdown, rank_check, summary
 
         check_output_path(markdown_out, "--markdown", (".md",))
-        for path in files:
-            refuse_overwriting_an_input(markdown_out, "--markdown", {"input": str(path)})
+        refuse_writing_over_inputs(files, {"--markdown": markdown_out})
         costs = "datasheet" if datasheet else "calibrated"
         executor = make_executor(scheduler, jobs or None)
         try:

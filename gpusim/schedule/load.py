@@ -114,10 +114,9 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise InputError(f"--set '{quote(text)}': empty key")
     if not key.isidentifier() or len(key) > 64:
         raise InputError(f"--set '{quote(key, 80)}': the key is not a parameter name (letters, digits, _)")
-    from gpusim.schedule.reserved import PREDICT_OPTIONS, reserved_reason
+    from gpusim.schedule.reserved import refuse_predict_option
 
-    if key in PREDICT_OPTIONS:
-        raise InputError(f"--set {key}: {reserved_reason(key)}")
+    refuse_predict_option(key, f"--set {key}")
     if len(raw) > MAX_SET_VALUE_CHARS:
         raise InputError(
             f"--set {key}: the value is {len(raw):,} characters long; the limit is {MAX_SET_VALUE_CHARS}"

@@ -1,6 +1,7 @@
 """Names a schedule's problem and params may not take: the symbols gpusim injects into its expressions,
 the expression functions, and the options of :func:`gpusim.predict` (``--set costs=...`` would collide
-with ``--costs``). Refused when a schedule is read and when ``--set`` or a sequence's ``set:`` names one."""
+with ``--costs``). Refused when a schedule is read and when ``--set``, ``--grid`` or a sequence's ``set:``
+names one."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ COMMAND_LINE_FLAGS: dict[str, str] = {
     "resources": "--resources",
 }
 """Where ``gpusim predict`` takes each option it has a flag for."""
+
+
+def refuse_predict_option(key: str, where: str) -> None:
+    """Refuse ``key`` as a problem value or parameter given at ``where`` (``--set costs``, ``--grid
+    costs=...``, a sequence's ``set: {costs: ...}``) when it is one of predict's own options."""
+    if key in PREDICT_OPTIONS:
+        from gpusim.errors import InputError
+
+        raise InputError(f"{where}: {reserved_reason(key)}")
 
 
 def reserved_reason(key: str) -> str | None:
