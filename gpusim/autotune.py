@@ -2,7 +2,8 @@
 problem, standing in for cuBLAS / a library's own heuristic.
 
 The candidates are the tuner's (gpusim/explore/spaces.py: CUTLASS sm70/sm80/sm90/sm100 tiles, stages and
-clusters, DeepGEMM's list for fp8 on sm_90, SIMT for fp32; FlashAttention 2/3/4 tiles), resolved and
+clusters, DeepGEMM's list for fp8 on sm_90 and its sm100 kernel for fp8 on sm_100, SIMT for fp32;
+FlashAttention 2/3/4 tiles), resolved and
 checked the way ``gpusim tune`` does (``STAGES: fit`` becomes the most stages that fit). The search is a
 branch and bound: each legal candidate gets a lower bound on its time (its FLOPs at the MMA unit's rate in
 the simulator, with the wave quantization of its output tiles, and its compulsory and split-K workspace
@@ -11,7 +12,9 @@ to deliver the operand tiles, which small tiles re-read more often); the candida
 only) schedule by schedule in turns (those on the newest MMA instruction first), each schedule's in
 estimate order (among equal estimates: fuller waves of work pieces over the SMs first, then less padding
 of M and N, then larger output tiles), skipping any whose bound is no better than the best time found,
-until ``max_simulations`` have run. With that budget
+until ``max_simulations`` have run. A ``gemm_tcgen05`` pick with edge tiles is then simulated once more
+with cluster launch control (CUTLASS sm100's tile scheduler; with uniform tiles it equals the static
+order simulated) and the faster of the two kept. With that budget
 the search is deterministic and its cost bounded; without it (None) the pick is the tuner's exhaustive
 best.
 """
@@ -24,7 +27,7 @@ from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.dtypes import canonical_dtype
-from gpusim.errors import DeadlockError, HorizonReached, InputError, ScheduleRefused
+from gpusim.errors import DeadlockError, HorizonReached, InputError, ScheduleRefused, override_name
 from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
@@ -248,7 +251,7 @@ def search(
     keys = problem_keys(kind)
     unknown = [k for k in problem if k not in keys]
     if unknown:
-        raise InputError(f"{kind}: --set {unknown[0]}: only the problem ({', '.join(keys)}) can be set for auto; "
+        raise InputError(f"{kind}: {override_name(unknown[0])}: only the problem ({', '.join(keys)}) can be set for auto; "
                          "name a schedule to set its parameters")  # fmt: skip
     problem = {**default_problem(kind, arch), **problem}
     check_problem(kind, problem)
@@ -330,6 +333,32 @@ def search(
         tried.append(outcome)
         if best is None or prediction.time_us < best.time_us:
             best, best_candidate = prediction, outcome
+    twin = _launch_control_twin(best_candidate, arch, problem) if best is not None else None
+    if twin is not None and best is not None and best_candidate is not None:
+        legal, sched = twin
+        if max_events is not None and SEARCH_EVENTS_FACTOR * max_events - events_spent < max_events:
+            tried.append(Candidate(legal.schedule, legal.overrides, None, "not simulated: the search's work limit "
+                                   f"({SEARCH_EVENTS_FACTOR} x --max-events) is spent", legal.origin))  # fmt: skip
+        else:
+            simulated += 1
+            try:
+                prediction = predict_resolved(sched, arch, attribute=False, exact=exact, deadline_s=deadline_s,
+                                              max_events=max_events, horizon_us=best.time_us,
+                                              horizon_flops_per_us=_peak_flops_per_us_per_sm(sched, arch)
+                                              * arch.sm_count, replay="late")  # fmt: skip
+            except HorizonReached:
+                tried.append(Candidate(legal.schedule, legal.overrides, None, "stopped: cannot finish before "
+                                       f"the best ({best.time_us:.2f} us)", legal.origin))  # fmt: skip
+            except (ScheduleRefused, DeadlockError) as exc:
+                tried.append(Candidate(legal.schedule, legal.overrides, None, f"refused: {str(exc)[:200]}",
+                                       legal.origin))  # fmt: skip
+            else:
+                events_spent += int(prediction.sim.get("events", 0))
+                outcome = Candidate(legal.schedule, legal.overrides, prediction.time_us,
+                                    "simulated (the pick with cluster launch control)", legal.origin)  # fmt: skip
+                tried.append(outcome)
+                if prediction.time_us < best.time_us:
+                    best, best_candidate = prediction, outcome
     if on_candidate is not None:
         on_candidate(budget, budget)
     if best is None or best_candidate is None:
@@ -345,6 +374,34 @@ def search(
         "candidates": [c.as_dict() for c in tried],
     }
     return replace(best, choice=choice), tried
+
+
+def _launch_control_twin(
+    pick: Candidate | None, arch: Arch, problem: dict[str, Any]
+) -> tuple[Any, Schedule] | None:
+    """The pick with Blackwell's cluster launch control (``gemm_tcgen05`` CLC=1, CUTLASS sm100's own tile
+    scheduler), resolved, when it can differ from the static round robin the search simulates: only with
+    edge tiles (where every tile is alike both orders are the same). None otherwise."""
+    from gpusim.explore.spaces import Candidate as SpaceCandidate
+    from gpusim.explore.tune import resolve_candidate
+
+    if pick is None or pick.schedule != "gemm_tcgen05" or pick.params.get("CLC", 0):
+        return None
+    base = resolve_candidate(
+        SpaceCandidate(pick.schedule, tuple(pick.params.items()), pick.origin), arch, problem
+    )
+    if isinstance(base, str):
+        return None
+    env = base[1].env
+    rows, cols = env.get("MMA_M"), env.get("BN")
+    m, n = env.get("M"), env.get("N")
+    if not all(isinstance(v, int) and v > 0 for v in (rows, cols, m, n)) or (m % rows == 0 and n % cols == 0):
+        return None
+    twin = SpaceCandidate(
+        pick.schedule, (*pick.params.items(), ("CLC", 1)), f"{pick.origin}, cluster launch control"
+    )
+    resolved = resolve_candidate(twin, arch, problem)
+    return None if isinstance(resolved, str) else resolved
 
 
 def search_gemm(

@@ -15,7 +15,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from gpusim.errors import DeadlockError, GpusimError, InputError, ScheduleRefused, SimulationTimeout, quote
+from gpusim.errors import (
+    DeadlockError,
+    GpusimError,
+    InputError,
+    ScheduleRefused,
+    SimulationTimeout,
+    overrides_from,
+    quote,
+)
 from gpusim.sim.limits import stop_simulations
 
 try:  # typer vendors click from 0.26 on
@@ -150,7 +158,8 @@ def run_guarded(app: Callable[..., Any]) -> NoReturn:
             signal.signal(signal.SIGINT, _raise_interrupted)
     help_json = _help_as_json(sys.argv[1:])
     try:
-        rv = _run_capturing_help(app) if help_json else app(standalone_mode=False)
+        with overrides_from("--set"):
+            rv = _run_capturing_help(app) if help_json else app(standalone_mode=False)
     except GpusimError as exc:
         _fail(f"error: {one_line(str(exc))}", exit_code_for(exc))
     except KeyboardInterrupt:

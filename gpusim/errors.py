@@ -9,13 +9,49 @@ from __future__ import annotations
 
 import difflib
 import reprlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from pydantic import ValidationError
 
 QUOTE_CHARS = 200
 """The most characters of user input a message quotes."""
+
+OVERRIDE_SPELLINGS = {
+    "--set": "--set {item}",
+    "keyword": "keyword argument {item}",
+    "row": "the row's {item}",
+}
+"""How a message names an override of a problem size or schedule parameter, by where it came from: the
+command line's ``--set``, a keyword argument of a public API call, or a measurement row's columns."""
+_override_source: ContextVar[str | None] = ContextVar("gpusim_override_source", default=None)
+_NO_VALUE = object()
+
+
+def override_name(key: str, value: Any = _NO_VALUE) -> str:
+    """An override as the user wrote it: ``--set KEY[=VALUE]`` from the command line (and wherever no
+    caller said otherwise), ``keyword argument KEY[=VALUE]`` inside a public API call, ``the row's KEY``
+    for a measurement row."""
+    item = key if value is _NO_VALUE else f"{key}={quote(value, 60)}"
+    return OVERRIDE_SPELLINGS[_override_source.get() or "--set"].format(item=item)
+
+
+@contextmanager
+def overrides_from(source: str, *, outermost: bool = False) -> Iterator[None]:
+    """Name overrides as coming from ``source`` (a key of :data:`OVERRIDE_SPELLINGS`) inside the block;
+    ``outermost``: only if no enclosing block said where they came from (the command line calls the API)."""
+    if source not in OVERRIDE_SPELLINGS:
+        raise ValueError(f"unknown override source {source!r}")
+    if outermost and _override_source.get() is not None:
+        yield
+        return
+    token = _override_source.set(source)
+    try:
+        yield
+    finally:
+        _override_source.reset(token)
 
 
 def quote(text: Any, limit: int = QUOTE_CHARS) -> str:
@@ -68,7 +104,8 @@ def checked_call(fn: Any, name: str | None = None) -> Any:
             signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise ArgumentError(f"gpusim.{shown}: {quote(exc)}; it takes ({quote(accepted)})") from None
-        return fn(*args, **kwargs)
+        with overrides_from("keyword", outermost=True):
+            return fn(*args, **kwargs)
 
     return wrapper
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import InputError, LimitExceeded, ScheduleRefused, UnknownNameError, quote
+from gpusim.errors import InputError, LimitExceeded, ScheduleRefused, UnknownNameError, override_name, quote
 from gpusim.result import Prediction
 from gpusim.schedule.expr import ExprError, as_expr
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
@@ -269,7 +269,7 @@ def predict_sequence(
     unknown = sorted(set(overrides or {}) - set(seq.problem))
     if unknown:
         raise InputError(
-            f"--set {unknown[0]}: not a symbol of {seq.source} (its problem: {', '.join(seq.problem)})"
+            f"{override_name(unknown[0])}: not a symbol of {seq.source} (its problem: {', '.join(seq.problem)})"
         )
     arch_obj = with_model(arch if isinstance(arch, Arch) else load_arch(arch, costs=costs), model)
     symbols = {**seq.problem, **(overrides or {})}

@@ -218,3 +218,16 @@ def test_auto_gemm_considers_stream_k_where_the_last_wave_is_nearly_empty() -> N
     ]
     grouped = gemm_space(h100, {"M": 1536, "N": 1536, "K": 2048, "groups": 2})
     assert not [c for c in grouped if c.schedule == "gemm_streamk"]
+
+
+def test_blackwell_pick_is_tried_with_cluster_launch_control_where_edge_tiles_make_it_differ() -> None:
+    """CUTLASS sm100 hands tiles out through cluster launch control; the search simulates the static round
+    robin and, where edge tiles can make the orders differ, also its pick with CLC=1 (and keeps the faster)."""
+    arch = with_costs(load_arch("b200"), "datasheet")
+    edge, _ = search_gemm(arch, {"M": 1000, "N": 1000, "K": 512, "dtype": "bf16"})
+    assert edge.choice is not None
+    twins = [c for c in edge.choice["candidates"] if c["params"].get("CLC") == 1]
+    assert len(twins) == 1 and "cluster launch control" in twins[0]["origin"], twins
+    assert all(c["time_us"] is None or c["time_us"] >= edge.time_us for c in edge.choice["candidates"])
+    even, _ = search_gemm(arch, {"M": 1024, "N": 1024, "K": 512, "dtype": "bf16"})
+    assert even.choice is not None and not [c for c in even.choice["candidates"] if "CLC" in c["params"]]

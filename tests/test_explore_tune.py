@@ -54,6 +54,17 @@ def test_spaces_follow_the_generation() -> None:
     }
 
 
+def test_fp8_on_blackwell_considers_deepgemm_sm100() -> None:
+    fp8 = {**SMALL, "dtype": "fp8_e4m3"}
+    blackwell = [c for c in gemm_space(load_arch("b200"), fp8) if c.schedule.startswith("gemm_fp8_deepgemm")]
+    assert [c.schedule for c in blackwell] == ["gemm_fp8_deepgemm_sm100"]
+    assert "gemm_fp8_deepgemm_sm100" not in {c.schedule for c in gemm_space(load_arch("b200"), SMALL)}
+    hopper = {c.schedule for c in gemm_space(load_arch("h100"), fp8)}
+    assert "gemm_fp8_deepgemm" in hopper and "gemm_fp8_deepgemm_sm100" not in hopper
+    result = tune("auto:gemm", "b200", fp8, candidates=blackwell)
+    assert result.best["status"] == "ok" and result.best["schedule"] == "gemm_fp8_deepgemm_sm100"
+
+
 def test_tf32_gemm_is_tuned_on_hopper() -> None:
     candidates = [c for c in gemm_space(load_arch("h100"), {**SMALL, "dtype": "tf32"})
                   if c.schedule == "gemm_ws_pingpong"][:2]  # fmt: skip

@@ -300,3 +300,15 @@ def test_a_chunk_outside_its_buffer_is_named(tmp_path: Path) -> None:
     path = _write(tmp_path, "mla_chunk.yaml", text)
     with pytest.raises(gpusim.InputError, match=r"chunk 99 of buffer 'k0', which has chunks 0\.\.8"):
         gpusim.predict(path, "h100", batch=1, seqlen_kv=512, attribute=False)
+
+
+def test_an_override_is_named_as_the_caller_wrote_it() -> None:
+    """Through the API an unknown or bad override is a keyword argument; on the command line, a --set."""
+    with pytest.raises(
+        gpusim.InputError, match=r"^keyword argument MM: unknown parameter 'MM'; did you mean 'M'"
+    ):
+        gpusim.predict("gemm_ws_pingpong", "h100", MM=64)
+    with pytest.raises(gpusim.InputError, match=r"^auto:gemm: keyword argument M=0: expected a whole number"):
+        gpusim.predict("auto:gemm", "h100", M=0)
+    result = run_forked(["predict", "gemm_ws_pingpong", "--arch", "h100", "--set", "MM=64"])
+    assert result.rc == 2 and "--set MM: unknown parameter 'MM'" in result.stderr, describe(result)

@@ -149,8 +149,11 @@ class Predictor:
              start: ClockStart | None = None) -> PartPrediction:  # fmt: skip
         """One schedule's prediction, within the work limit (``start``: where the power model's fixed
         point starts; used for a pinned or named schedule only)."""
+        from gpusim.errors import overrides_from
+
         try:
-            return self._part(schedule, arch, problem, pinned, start)
+            with overrides_from("row"):
+                return self._part(schedule, arch, problem, pinned, start)
         except LimitExceeded:
             key = (_cal_key(arch), schedule, tuple(sorted(problem.items())), pinned, start)
             reason = (f"{schedule}: needs more than the work limit of {self.max_events or 0:,} simulated events "

@@ -56,8 +56,10 @@ def predict(schedule: str, arch: str | Arch, costs: Costs, params: dict[str, Any
     Raises ScheduleRefused, DeadlockError or another GpusimError as the prediction path does.
     """
     from gpusim.api import predict as api_predict
+    from gpusim.errors import overrides_from
 
-    return api_predict(schedule, arch_for(arch, costs), costs=costs, **params)
+    with overrides_from("--set", outermost=True):  # a point's values are the command line's --grid / --set
+        return api_predict(schedule, arch_for(arch, costs), costs=costs, **params)
 
 
 def prediction_dict(prediction: Any) -> dict[str, Any]:

@@ -12,7 +12,8 @@
   CTAs per SM for tiles up to 128x128).
 - fp32 / tf32 on CUDA cores (any arch): CUTLASS's SIMT sgemm tiles (128x128x8 with 32x64 warps and smaller).
 - DeepGEMM FP8 (``gemm_fp8_deepgemm``): DeepGEMM's own list, BLOCK_M 64/128/256, BLOCK_N 16..256 in steps
-  of 16, clusters 1x1, 1x2, 2x1 (deep_gemm ``get_best_config``).
+  of 16, clusters 1x1, 1x2, 2x1 (deep_gemm ``get_best_config``); on sm_100 its 1D1D kernel
+  (``gemm_fp8_deepgemm_sm100``), one candidate whose layout the schedule derives as DeepGEMM's heuristic does.
 - Attention: FlashAttention-2 (BM 64/128, BN 32..128), FlashAttention-3 (tile_size_fwd_sm90's BM 128/192
   and BN 64..224 in steps of 16), FlashAttention-4 (BN 64/128, one or two Q stages).
 
@@ -43,7 +44,7 @@ ATTENTION_PROBLEM_KEYS = (
     "dtype",
 )
 GEMM_SCHEDULES = ("gemm_tcgen05", "gemm_ws_cooperative", "gemm_ws_pingpong", "gemm_streamk", "gemm_cp_async",
-                  "gemm_sync", "gemm_simt_fp32", "gemm_fp8_deepgemm")  # fmt: skip
+                  "gemm_sync", "gemm_simt_fp32", "gemm_fp8_deepgemm", "gemm_fp8_deepgemm_sm100")  # fmt: skip
 """Every schedule ``gemm_space`` may name (what an ``auto:gemm`` prediction reads)."""
 ATTENTION_SCHEDULES = ("attn_fa4_fwd", "attn_fa3_fwd", "attn_fa2_fwd")
 """Every schedule ``attention_space`` may name (what an ``auto:attention`` prediction reads)."""
@@ -224,6 +225,13 @@ def deepgemm_space() -> list[Candidate]:
     return out
 
 
+def deepgemm_sm100_space() -> list[Candidate]:
+    """DeepGEMM's sm_100 FP8 kernel as its own heuristic configures it: ``gemm_fp8_deepgemm_sm100`` derives
+    the block tile, swap-AB, the 2-CTA cluster and the stages from the problem the way
+    SM100ArchSpec and get_best_config do, so the one candidate is the layout DeepGEMM would launch."""
+    return [Candidate("gemm_fp8_deepgemm_sm100", (), "DeepGEMM sm100 1D1D, its heuristic's layout")]
+
+
 SIZE_KEYS = ("M", "N", "K", "groups", "batch", "heads", "heads_kv", "seqlen_q", "seqlen_kv", "head_dim")
 """Problem sizes: whole numbers >= 1 when given as numbers."""
 
@@ -231,7 +239,7 @@ SIZE_KEYS = ("M", "N", "K", "groups", "batch", "heads", "heads_kv", "seqlen_q", 
 def check_problem(kind: str, problem: dict[str, Any]) -> None:
     """Refuse a problem size that is not a whole number >= 1 (NaN, infinities, fractions, zero, negatives,
     booleans) before any candidate is built; expressions (text) are left to the schedules."""
-    from gpusim.errors import InputError, quote
+    from gpusim.errors import InputError, override_name
 
     for key in SIZE_KEYS:
         value = problem.get(key)
@@ -241,7 +249,7 @@ def check_problem(kind: str, problem: dict[str, Any]) -> None:
         if isinstance(value, float) and value.is_integer():
             whole = True
         if not whole or value < 1:
-            raise InputError(f"{kind}: --set {key}={quote(value, 40)}: expected a whole number >= 1")
+            raise InputError(f"{kind}: {override_name(key, value)}: expected a whole number >= 1")
 
 
 def _size(problem: dict[str, Any], key: str, default: int) -> int:
@@ -264,6 +272,8 @@ def gemm_space(arch: Arch, problem: dict[str, Any]) -> list[Candidate]:
     out: list[Candidate] = []
     if version >= 100:
         out += _blackwell(dtype, tiles_fill_sms)
+        if dtype.startswith("fp8"):
+            out += deepgemm_sm100_space()
     if version == 90:
         out += _hopper(
             dtype, tiles_fill_sms, (m, n, k) if _size(problem, "groups", 1) == 1 else None, arch.sm_count

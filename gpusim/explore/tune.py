@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusim.arch import Arch
-from gpusim.errors import InputError, LaunchTooLarge, ScheduleRefused
+from gpusim.errors import InputError, LaunchTooLarge, ScheduleRefused, override_name
 from gpusim.explore.adapter import Costs, arch_for
 from gpusim.explore.executors import Executor, InlineExecutor
 from gpusim.explore.grid import Point
@@ -181,7 +181,7 @@ def tune(kernel: str, arch: str | Arch, problem: dict[str, Any], *, costs: Costs
     if keys is not None:
         unknown = sorted(set(problem) - set(keys))
         if unknown:
-            raise InputError(f"{kernel}: --set {unknown[0]}: only the problem ({', '.join(keys)}) can be set; "
+            raise InputError(f"{kernel}: {override_name(unknown[0])}: only the problem ({', '.join(keys)}) can be set; "
                              "name a schedule to fix its parameters")  # fmt: skip
     check_problem(kernel, problem)
     space = list(candidates) if candidates is not None else space_for(kernel, arch_obj, problem)

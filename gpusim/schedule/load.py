@@ -21,6 +21,7 @@ from gpusim.errors import (
     ScheduleRefused,
     UnknownNameError,
     format_validation_error,
+    override_name,
     quote,
 )
 from gpusim.resources import builtin_dir
@@ -208,7 +209,7 @@ def _check_choice(spec: ScheduleSpec, key: str, value: Any, where: str | None = 
         return
     close = difflib.get_close_matches(str(value), words, n=1, cutoff=0.0)
     hint = f"; did you mean '{close[0]}'?" if close else ""
-    field = where or f"--set {key}={quote(str(value), 60)}"
+    field = where or override_name(key, str(value))
     shown = f" {quote(str(value), 60)}" if where else ""
     raise InputError(f"{field}:{shown} {spec.schedule} takes {key} one of {', '.join(words)}{hint}")
 
@@ -239,7 +240,7 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
     overrides = canonical_overrides(spec, overrides, src)
     for key in overrides:
         if key not in known:
-            raise UnknownNameError("parameter", key, known, where=f"--set {quote(key, 60)}")
+            raise UnknownNameError("parameter", key, known, where=override_name(quote(key, 60)))
         if key in spec.choices:
             _check_choice(spec, key, overrides[key])
     env: dict[str, Any] = {
