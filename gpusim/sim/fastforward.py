@@ -257,7 +257,11 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     NamedBarrier: frozenset({"env", "name", "warps", "arrived", "phase_event"}),
     EventBarrier: frozenset({"env", "name", "count", "arrivals", "waiters"}),
     Turnstile: frozenset({"env", "name", "members", "token", "done", "waiters"}),
-    ChunkBuffer: frozenset({"env", "name", "landed", "found", "records", "waiters", "ff"}),
+    # chunks: the buffer's size (fixed); found, records, positions, keyed: indexes of ``landed``, which a
+    # jump extends through add_landed like any landing
+    ChunkBuffer: frozenset(
+        {"env", "name", "chunks", "landed", "found", "records", "positions", "keyed", "waiters", "ff"}
+    ),
     CouplingGroup: frozenset({"rings", "pending"}),
 }
 
