@@ -474,3 +474,18 @@ def test_an_ablation_variant_names_each_mechanism_once() -> None:
     assert variant_model("+power,-smem_fills", "power") == "-smem_fills,-power"
     for model in (None, "+power", "+power,-smem_fills"):
         parse_model(variant_model(model, "power"))
+
+
+def test_a_launch_past_the_planned_size_is_skipped_with_that_limit_and_predicted_again(
+    tmp_path: Path,
+) -> None:
+    """A 4 GiB stream is 1,048,576 grid-stride work units, past the units gpusim plans: the row says so (not
+    'work limit', which --max-events would raise), and --reuse-unchanged predicts it again."""
+    huge = {**STREAM, "params": "op=copy;bytes=4294967296"}
+    csv_path = _write(tmp_path, "m.csv", [_row(**huge, value=3000)])
+    args = ["validate", str(csv_path), "--markdown", str(tmp_path / "acc.md"), "-j", "1", "--json"]
+    first = json.loads(CliRunner().invoke(app, args).stdout)
+    reason = first["rows"][0]["skipped"]
+    assert "1,048,576 work units" in reason and "gpusim simulates at most" in reason, reason
+    again = json.loads(CliRunner().invoke(app, [*args, "--reuse-unchanged"]).stdout)
+    assert again["summary"]["carried_over"] == 0

@@ -15,6 +15,7 @@ from gpusim.errors import (
     GpusimError,
     LimitExceeded,
     ScheduleRefused,
+    SimulationLimitExceeded,
     UnknownNameError,
     quote,
 )
@@ -154,10 +155,13 @@ class Predictor:
         try:
             with overrides_from("row"):
                 return self._part(schedule, arch, problem, pinned, start)
-        except LimitExceeded:
+        except LimitExceeded as exc:
             key = (_cal_key(arch), schedule, tuple(sorted(problem.items())), pinned, start)
-            reason = (f"{schedule}: needs more than the work limit of {self.max_events or 0:,} simulated events "
-                      "(raise --max-events)")  # fmt: skip
+            if isinstance(exc, SimulationLimitExceeded):
+                reason = (f"{schedule}: needs more than the work limit of {self.max_events or 0:,} simulated "
+                          "events (raise --max-events)")  # fmt: skip
+            else:  # a size past what gpusim plans (a launch's CTAs, a problem size): no flag raises it
+                reason = quote(exc, 400)
             self.cache[key] = reason
             raise Skip(reason) from None
 

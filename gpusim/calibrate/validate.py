@@ -307,6 +307,11 @@ def map_in_processes(fn: Any, tasks: list[Any], jobs: int) -> Iterator[Any]:
     pool.join()
 
 
+LIMIT_PHRASES = ("work limit", "gpusim simulates at most", "larger than gpusim simulates")
+"""Skip reasons that name a limit of gpusim's code (its work limit, the launch and problem sizes it plans),
+not of the row's inputs: such a row is predicted again, since the inputs digest does not cover the code."""
+
+
 def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_filter: str | None = None,
                  jobs: int | None = None,
                  max_events: int | None = DEFAULT_MAX_EVENTS,
@@ -345,7 +350,9 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
             record = carry.reusable(m)
             # rows refused before predicting are cheap, and their reasons name the row's global index
             over_limit = (
-                record is not None and "work limit" in (record.skipped or "") and not carry.reuse_over_limit
+                record is not None
+                and any(phrase in (record.skipped or "") for phrase in LIMIT_PHRASES)
+                and not carry.reuse_over_limit
             )
             if record is None or record.measured_time_us is None or over_limit or precheck(m) is not None:
                 rows.append(m)

@@ -411,13 +411,14 @@ def _check_param_sign(value: Any, default: Any, env: dict[str, Any], where: str)
         raise InputError(f"{where}: expected a value >= 0 (the default is {default_value:g}), got {value:g}")
 
 
-def _check_launch_size(grid: list[tuple[str, int]], splits: int, src: str) -> None:
+def _check_launch_size(grid: list[tuple[str, int]], splits: int, src: str, persistent: bool = False) -> None:
     ctas = splits
     for _, extent in grid:
         ctas *= extent
     if ctas > MAX_LAUNCH_CTAS:
         shape = " x ".join(f"{d} {e:,}" for d, e in grid) + (f" x {splits} splits" if splits > 1 else "")
-        raise LaunchTooLarge(f"{src}: launch.grid: {shape} is {ctas:,} CTAs; gpusim simulates at most "
+        what = "work units (the persistent CTAs' tiles)" if persistent else "CTAs"
+        raise LaunchTooLarge(f"{src}: launch.grid: {shape} is {ctas:,} {what}; gpusim simulates at most "
                             f"{MAX_LAUNCH_CTAS:,} per launch (use a smaller problem)")  # fmt: skip
 
 
@@ -447,7 +448,7 @@ def _resolve_launch(spec: ScheduleSpec, env: dict[str, Any], src: str) -> Launch
     pinned = ls.ctas_per_sm != "auto"
     ctas_per_sm = _num(ls.ctas_per_sm, env, f"{src}: launch.ctas_per_sm", 1) if pinned else 0
     splits = _num(sch.splits, env, f"{src}: launch.scheduler.splits", 1)
-    _check_launch_size(grid, splits, src)
+    _check_launch_size(grid, splits, src, persistent=bool(ls.persistent))
     kind = _word(sch.kind, SCHEDULER_KINDS, env, f"{src}: launch.scheduler.kind")
     if kind == "dynamic_persistent" and not ls.persistent:
         raise InputError(f"{src}: launch.scheduler.kind: dynamic_persistent hands units to persistent CTAs; "
