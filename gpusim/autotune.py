@@ -350,7 +350,8 @@ def search(
                 tried.append(Candidate(legal.schedule, legal.overrides, None, "stopped: cannot finish before "
                                        f"the best ({best.time_us:.2f} us)", legal.origin))  # fmt: skip
             except (ScheduleRefused, DeadlockError) as exc:
-                tried.append(Candidate(legal.schedule, legal.overrides, None, f"refused: {str(exc)[:200]}",
+                what = "deadlock" if isinstance(exc, DeadlockError) else "refused"
+                tried.append(Candidate(legal.schedule, legal.overrides, None, f"{what}: {str(exc)[:200]}",
                                        legal.origin))  # fmt: skip
             else:
                 events_spent += int(prediction.sim.get("events", 0))
