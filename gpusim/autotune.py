@@ -279,7 +279,10 @@ def search(
     best_candidate: Candidate | None = None
     simulated = 0
     events_spent = 0
-    for _, _, legal, sched, _, bound in ranked:
+
+    def attempt(legal: Any, sched: Schedule, shown_bound: str, simulated_note: str) -> None:
+        """Simulate one candidate (unless the search's work limit is spent) and record its outcome."""
+        nonlocal best, best_candidate, simulated, events_spent
         params = legal.overrides
         if (
             max_events is not None
@@ -287,19 +290,8 @@ def search(
             and SEARCH_EVENTS_FACTOR * max_events - events_spent < max_events
         ):
             tried.append(Candidate(legal.schedule, params, None, f"not simulated: the search's work limit "
-                                   f"({SEARCH_EVENTS_FACTOR} x --max-events) is spent (lower bound {bound:.2f} us)",
-                                   legal.origin))  # fmt: skip
-            continue
-        if best is not None and bound >= best.time_us:
-            tried.append(Candidate(legal.schedule, params, None, f"pruned: lower bound {bound:.2f} us >= best",
-                                   legal.origin))  # fmt: skip
-            continue
-        if simulated >= budget:
-            tried.append(Candidate(legal.schedule, params, None, f"not simulated: budget of {budget} "
-                                   f"simulations spent (lower bound {bound:.2f} us)", legal.origin))  # fmt: skip
-            continue
-        if on_candidate is not None:
-            on_candidate(simulated, budget)
+                                   f"({SEARCH_EVENTS_FACTOR} x --max-events) is spent{shown_bound}", legal.origin))  # fmt: skip
+            return
         simulated += 1
         try:
             prediction = predict_resolved(
@@ -319,47 +311,36 @@ def search(
         except HorizonReached:  # it takes at least the best time so far (the time simulated plus the MMA
             # FLOPs left at the chip's peak reach it): it cannot be the pick
             tried.append(Candidate(legal.schedule, params, None, f"stopped: cannot finish before the best "
-                                   f"({best.time_us:.2f} us; lower bound {bound:.2f} us)", legal.origin))  # type: ignore[union-attr]  # fmt: skip
-            continue
+                                   f"({best.time_us:.2f} us){shown_bound}", legal.origin))  # type: ignore[union-attr]  # fmt: skip
+            return
         except ScheduleRefused as exc:
             tried.append(Candidate(legal.schedule, params, None, f"refused: {exc}", legal.origin))
-            continue
+            return
         except DeadlockError as exc:  # a schedule bug at this configuration: skipped, and said so
             tried.append(Candidate(legal.schedule, params, None, f"deadlock: {str(exc)[:200]}", legal.origin))
-            continue
+            return
         events_spent += int(prediction.sim.get("events", 0))
-        outcome = Candidate(legal.schedule, params, prediction.time_us, f"simulated (lower bound {bound:.2f} us)",
-                            legal.origin)  # fmt: skip
+        outcome = Candidate(legal.schedule, params, prediction.time_us, simulated_note, legal.origin)
         tried.append(outcome)
         if best is None or prediction.time_us < best.time_us:
             best, best_candidate = prediction, outcome
-    twin = _launch_control_twin(best_candidate, arch, problem) if best is not None else None
-    if twin is not None and best is not None and best_candidate is not None:
-        legal, sched = twin
-        if max_events is not None and SEARCH_EVENTS_FACTOR * max_events - events_spent < max_events:
-            tried.append(Candidate(legal.schedule, legal.overrides, None, "not simulated: the search's work limit "
-                                   f"({SEARCH_EVENTS_FACTOR} x --max-events) is spent", legal.origin))  # fmt: skip
-        else:
-            simulated += 1
-            try:
-                prediction = predict_resolved(sched, arch, attribute=False, exact=exact, deadline_s=deadline_s,
-                                              max_events=max_events, horizon_us=best.time_us,
-                                              horizon_flops_per_us=_peak_flops_per_us_per_sm(sched, arch)
-                                              * arch.sm_count, replay="late")  # fmt: skip
-            except HorizonReached:
-                tried.append(Candidate(legal.schedule, legal.overrides, None, "stopped: cannot finish before "
-                                       f"the best ({best.time_us:.2f} us)", legal.origin))  # fmt: skip
-            except (ScheduleRefused, DeadlockError) as exc:
-                what = "deadlock" if isinstance(exc, DeadlockError) else "refused"
-                tried.append(Candidate(legal.schedule, legal.overrides, None, f"{what}: {str(exc)[:200]}",
-                                       legal.origin))  # fmt: skip
-            else:
-                events_spent += int(prediction.sim.get("events", 0))
-                outcome = Candidate(legal.schedule, legal.overrides, prediction.time_us,
-                                    "simulated (the pick with cluster launch control)", legal.origin)  # fmt: skip
-                tried.append(outcome)
-                if prediction.time_us < best.time_us:
-                    best, best_candidate = prediction, outcome
+
+    for _, _, legal, sched, _, bound in ranked:
+        shown_bound = f" (lower bound {bound:.2f} us)"
+        if best is not None and bound >= best.time_us:
+            tried.append(Candidate(legal.schedule, legal.overrides, None, f"pruned: lower bound {bound:.2f} us >= best",
+                                   legal.origin))  # fmt: skip
+            continue
+        if simulated >= budget:
+            tried.append(Candidate(legal.schedule, legal.overrides, None, f"not simulated: budget of {budget} "
+                                   f"simulations spent{shown_bound}", legal.origin))  # fmt: skip
+            continue
+        if on_candidate is not None:
+            on_candidate(simulated, budget)
+        attempt(legal, sched, shown_bound, f"simulated{shown_bound}")
+    twin = _launch_control_twin(best_candidate, arch, problem)
+    if twin is not None:  # the pick with cluster launch control, where edge tiles can make it differ
+        attempt(*twin, "", "simulated (the pick with cluster launch control)")
     if on_candidate is not None:
         on_candidate(budget, budget)
     if best is None or best_candidate is None:
