@@ -184,10 +184,14 @@ def summarize_results(results: list[RowResult]) -> dict[str, Any]:
 
 
 def _reason_key(reason: str | None) -> str:
-    """Skip reasons grouped: malformed rows keep their own text; others lose row-specific detail."""
+    """Skip reasons grouped: malformed rows keep their own text; others lose row-specific detail, and the
+    built-in files' directory (so the same reason reads the same from any checkout, before it is cut)."""
+    from gpusim.calibrate.accuracy import portable_reason
+
     text = reason or ""
     if text.startswith("malformed"):
         return text
+    text = portable_reason(text)
     return text if len(text) <= 160 else text[:157] + "..."
 
 
