@@ -277,21 +277,26 @@ def search(
     budget = len(ranked) if max_simulations is None else min(len(ranked), max_simulations)
     best: Prediction | None = None
     best_candidate: Candidate | None = None
+    best_sched: Schedule | None = None
     simulated = 0
     events_spent = 0
 
-    def attempt(legal: Any, sched: Schedule, shown_bound: str, simulated_note: str) -> None:
-        """Simulate one candidate (unless the search's work limit is spent) and record its outcome."""
-        nonlocal best, best_candidate, simulated, events_spent
-        params = legal.overrides
+    def limit_spent(legal: Any, shown_bound: str) -> bool:
+        """Whether the search's work limit is spent (the candidate is then listed as not simulated)."""
         if (
-            max_events is not None
-            and best is not None
-            and SEARCH_EVENTS_FACTOR * max_events - events_spent < max_events
+            max_events is None
+            or best is None
+            or SEARCH_EVENTS_FACTOR * max_events - events_spent >= max_events
         ):
-            tried.append(Candidate(legal.schedule, params, None, f"not simulated: the search's work limit "
-                                   f"({SEARCH_EVENTS_FACTOR} x --max-events) is spent{shown_bound}", legal.origin))  # fmt: skip
-            return
+            return False
+        tried.append(Candidate(legal.schedule, legal.overrides, None, f"not simulated: the search's work limit "
+                               f"({SEARCH_EVENTS_FACTOR} x --max-events) is spent{shown_bound}", legal.origin))  # fmt: skip
+        return True
+
+    def attempt(legal: Any, sched: Schedule, shown_bound: str, simulated_note: str) -> None:
+        """Simulate one candidate and record its outcome."""
+        nonlocal best, best_candidate, best_sched, simulated, events_spent
+        params = legal.overrides
         simulated += 1
         try:
             prediction = predict_resolved(
@@ -323,10 +328,12 @@ def search(
         outcome = Candidate(legal.schedule, params, prediction.time_us, simulated_note, legal.origin)
         tried.append(outcome)
         if best is None or prediction.time_us < best.time_us:
-            best, best_candidate = prediction, outcome
+            best, best_candidate, best_sched = prediction, outcome, sched
 
     for _, _, legal, sched, _, bound in ranked:
         shown_bound = f" (lower bound {bound:.2f} us)"
+        if limit_spent(legal, shown_bound):
+            continue
         if best is not None and bound >= best.time_us:
             tried.append(Candidate(legal.schedule, legal.overrides, None, f"pruned: lower bound {bound:.2f} us >= best",
                                    legal.origin))  # fmt: skip
@@ -338,8 +345,8 @@ def search(
         if on_candidate is not None:
             on_candidate(simulated, budget)
         attempt(legal, sched, shown_bound, f"simulated{shown_bound}")
-    twin = _launch_control_twin(best_candidate, arch, problem)
-    if twin is not None:  # the pick with cluster launch control, where edge tiles can make it differ
+    twin = _launch_control_twin(best_candidate, best_sched, arch, problem)
+    if twin is not None and not limit_spent(twin[0], ""):  # the pick with cluster launch control
         attempt(*twin, "", "simulated (the pick with cluster launch control)")
     if on_candidate is not None:
         on_candidate(budget, budget)
@@ -359,22 +366,18 @@ def search(
 
 
 def _launch_control_twin(
-    pick: Candidate | None, arch: Arch, problem: dict[str, Any]
+    pick: Candidate | None, pick_sched: Schedule | None, arch: Arch, problem: dict[str, Any]
 ) -> tuple[Any, Schedule] | None:
-    """The pick with Blackwell's cluster launch control (``gemm_tcgen05`` CLC=1, CUTLASS sm100's own tile
-    scheduler), resolved, when it can differ from the static round robin the search simulates: only with
-    edge tiles (where every tile is alike both orders are the same). None otherwise."""
+    """The pick (``pick_sched``: its resolved schedule) with Blackwell's cluster launch control
+    (``gemm_tcgen05`` CLC=1, CUTLASS sm100's own tile scheduler), resolved, when it can differ from the
+    static round robin the search simulates: only with edge tiles (where every tile is alike both orders
+    are the same). None otherwise."""
     from gpusim.explore.spaces import Candidate as SpaceCandidate
     from gpusim.explore.tune import resolve_candidate
 
-    if pick is None or pick.schedule != "gemm_tcgen05" or pick.params.get("CLC", 0):
+    if pick is None or pick_sched is None or pick.schedule != "gemm_tcgen05" or pick.params.get("CLC", 0):
         return None
-    base = resolve_candidate(
-        SpaceCandidate(pick.schedule, tuple(pick.params.items()), pick.origin), arch, problem
-    )
-    if isinstance(base, str):
-        return None
-    env = base[1].env
+    env = pick_sched.env
     rows, cols = env.get("MMA_M"), env.get("BN")
     m, n = env.get("M"), env.get("N")
     if not all(isinstance(v, int) and v > 0 for v in (rows, cols, m, n)) or (m % rows == 0 and n % cols == 0):

@@ -17,6 +17,7 @@ from gpusim.errors import (
     ScheduleRefused,
     SimulationLimitExceeded,
     UnknownNameError,
+    overrides_from,
     quote,
 )
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
@@ -150,8 +151,6 @@ class Predictor:
              start: ClockStart | None = None) -> PartPrediction:  # fmt: skip
         """One schedule's prediction, within the work limit (``start``: where the power model's fixed
         point starts; used for a pinned or named schedule only)."""
-        from gpusim.errors import overrides_from
-
         try:
             with overrides_from("row"):
                 return self._part(schedule, arch, problem, pinned, start)
