@@ -18,6 +18,7 @@ from gpusim.errors import GpusimError, SimulationLimitExceeded
 from gpusim.report.trace import trace_events
 from gpusim.schedule.load import _read_spec, builtin_schedule_names, load_schedule, schedule_path
 from gpusim.sim.engine import simulate
+from gpusim.sim.limits import HOPELESS_FACTOR, hopeless
 from gpusim.sim.scheduler import plan_work
 from gpusim.summarize import summarize
 
@@ -166,6 +167,36 @@ def _assert_agree(name: str, problem: dict[str, Any]) -> None:
     assert ff_run.events <= exact_run.events
 
 
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("gemm_ws_pingpong", {"M": 2048, "N": 2048, "K": 4096}),
+        ("mla_decode_flashmla", {"batch": 32, "heads": 64, "seqlen_q": 3, "seqlen_kv": 2048}),
+        ("gemm_streamk", {"M": 3072, "N": 2560, "K": 2048}),
+    ],
+)
+def test_a_controller_that_sleeps_after_fruitless_snapshots_stays_exact(
+    name: str, problem: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sleeping (no snapshots after a run of fruitless ones) only forgoes jumps: with the controller made
+    to sleep after every second fruitless snapshot, runs still equal the exact ones, and do sleep."""
+    from gpusim.sim import fastforward
+
+    monkeypatch.setattr(fastforward, "_FRUITLESS_SNAPSHOTS", 2)
+    monkeypatch.setattr(fastforward, "_FIRST_SLEEP", 1)
+    monkeypatch.setattr(fastforward, "_MAX_SLEEP", 4)
+    sleeps: list[int] = []
+    fall_asleep = fastforward.FastForward._fall_asleep
+
+    def counted(self: fastforward.FastForward) -> None:
+        sleeps.append(self._sleep)
+        fall_asleep(self)
+
+    monkeypatch.setattr(fastforward.FastForward, "_fall_asleep", counted)
+    _assert_agree(name, problem)
+    assert sleeps
+
+
 def _strategy(name: str) -> st.SearchStrategy[dict[str, Any]]:
     """The schedule's random problems; a schedule without its own strategy yet runs its golden problem."""
     if name in PROBLEMS:
@@ -212,6 +243,29 @@ def test_work_limit_counts_events_not_seconds() -> None:
     with pytest.raises(SimulationLimitExceeded, match=r"work limit of 500 events.*--max-events"):
         simulate(sched, arch, exact=True, max_events=500)
     assert SimulationLimitExceeded.exit_code == 5
+
+
+def test_a_simulation_that_cannot_finish_within_its_limit_stops_early() -> None:
+    """Work done so far projects the events a run needs: far past the limit, it stops at a check (every
+    25th of the limit) with the projection; within the margin, it runs to the limit as before."""
+    arch = load_arch("h100")
+    big = load_schedule("gemm_ws_pingpong", arch, {"M": 16384, "N": 16384, "K": 16384})
+    with pytest.raises(SimulationLimitExceeded, match=r"stopped early: .* done in [0-9,]+ events, about .* events in "
+                       r"all, past its work limit of 5,000 events.*--max-events"):  # fmt: skip
+        simulate(big, arch, exact=True, max_events=5_000)
+    sched = load_schedule("gemm_ws_pingpong", arch, {"M": 8192, "N": 8192, "K": 8192})
+    with pytest.raises(SimulationLimitExceeded) as info:
+        simulate(sched, arch, exact=True, max_events=20_000)
+    assert "stopped early" not in str(info.value)
+    assert "work limit of 20,000 events" in str(info.value)
+
+
+def test_the_projection_only_judges_measurable_progress() -> None:
+    """No judgement before any work is measurable, after all of it, or within the margin."""
+    assert hopeless(1_000, 5_000, 0.0) is None
+    assert hopeless(1_000, 5_000, 1.0) is None
+    assert hopeless(1_000, 5_000, 1_000 / (HOPELESS_FACTOR * 5_000)) is None
+    assert hopeless(1_000, 5_000, 0.9 * 1_000 / (HOPELESS_FACTOR * 5_000)) is not None
 
 
 def test_a_horizon_stops_the_simulation_once_simulated_time_reaches_it() -> None:

@@ -26,7 +26,7 @@ from gpusim.sim.fastforward import FastForward, Jump, stale_timer
 from gpusim.sim.hardware import PIPES, Rates, SimSM
 from gpusim.sim.interp import Cta, RoleRunner
 from gpusim.sim.l2cache import panel_misses
-from gpusim.sim.limits import DEFAULT_MAX_EVENTS, WorkBudget, start_budget
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS, HOPELESS_CHECKS, WorkBudget, hopeless, start_budget
 from gpusim.sim.memory import FlowNetwork
 from gpusim.sim.mma_sync_rate import mma_sync_fraction
 from gpusim.sim.scheduler import ClusterUnit, SmGroup, WorkPlan, plan_work
@@ -395,6 +395,8 @@ def simulate(
     horizon_rate_ns = horizon_ns if horizon_ns is not None else float("inf")
     events = skipped = 0
     limit = max_events if max_events is not None else -1
+    check_every = limit // HOPELESS_CHECKS if limit >= HOPELESS_CHECKS else -1
+    next_check = check_every
     step = env.step
     queue = env._queue  # type: ignore[attr-defined]
     last_ns = 0.0
@@ -418,6 +420,15 @@ def simulate(
                 f"{sched.name} on {arch.id}: simulation stopped at its work limit of {limit:,} events "
                 f"(t={env.now / 1000:.1f} us simulated); raise it with --max-events (or max_events=)"
             )
+        if events == next_check:
+            next_check += check_every
+            why = hopeless(events, limit, _done_fraction(sched, builder.sms, net))
+            if why is not None:
+                raise SimulationLimitExceeded(
+                    f"{sched.name} on {arch.id}: simulation stopped early: {why}, past its work limit of "
+                    f"{limit:,} events (t={env.now / 1000:.1f} us simulated); raise it with --max-events (or "
+                    "max_events=)"
+                )
         if deadline_s is not None and events % 4096 == 0 and time.perf_counter() > deadline_s:
             raise SimulationLimitExceeded(f"{sched.name} on {arch.id}: simulation stopped at its wall-clock "
                                           f"deadline after {events:,} events")  # fmt: skip
@@ -452,6 +463,17 @@ def simulate(
                   net=net, runners=builder.runners, rings=builder.rings, wall_s=time.perf_counter() - start,
                   events=events, skipped_events=skipped, jumps=ff.jumps if ff else [], exact=exact,
                   fast_forward_off=ff.disabled if ff else None, resident_bytes=resident_bytes)  # fmt: skip
+
+
+def _done_fraction(sched: Schedule, sms: list[SimSM], net: FlowNetwork) -> float:
+    """How much of the schedule's work is done: the larger of its tensor FLOPs issued and its compulsory
+    HBM bytes moved, as fractions (the optimistic one, so a projection from it errs towards going on)."""
+    done = 0.0
+    if sched.flops > 0:
+        done = sum(sm.tensor_flops * sm.weight for sm in sms) / sched.flops
+    if sched.compulsory_bytes > 0:
+        done = max(done, (net.hbm_read_bytes + net.hbm_write_bytes) / sched.compulsory_bytes)
+    return done
 
 
 def _dynamic_names(sched: Schedule, plan: WorkPlan) -> frozenset[str]:

@@ -32,7 +32,9 @@ fast-forward against exact runs of every shipped schedule.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +68,17 @@ _MAX_IDLE_CHECKPOINTS = 64
 """After this many checkpoints in a row without a full snapshot (no cheap summary repeated: SM groups
 doing different work), the kept snapshots are forgotten, so reads stop being recorded for a match that
 has become unlikely (a later repeat is still found: it starts a new history)."""
+_FRUITLESS_SNAPSHOTS = 32
+"""After this many full snapshots in a row without a jump (SM groups that drift against each other: some
+loop is always about to end, some read always changes), the controller sleeps: no snapshots, no reads
+recorded, for a number of checkpoints that starts at ``_FIRST_SLEEP`` and doubles up to ``_MAX_SLEEP``
+while the run stays fruitless (a jump resets it). Exact either way: sleeping only forgoes jumps."""
+_FIRST_SLEEP = 32
+_MAX_SLEEP = 1024
 _MAX_VERDICTS = 65_536
+_MAX_LIMITING = 64
+_NO_LOOP_MOVES = 2**62
+"""``_loop_room`` when the shift moves no running loop (a period that advances nothing is not used)."""
 
 
 class _Unsupported(Exception):
@@ -296,6 +308,12 @@ class Snapshot:
     ring_counts: list[int]
     acc: list[float]
     handles: list[tuple[Any, str]] = field(default_factory=list)
+    struct_hash: int = 0
+    """``hash(struct)``, taken once: a checkpoint is compared with up to 16 earlier ones, most of which
+    differ in structure."""
+
+    def __post_init__(self) -> None:
+        self.struct_hash = hash(self.struct)
 
 
 @dataclass
@@ -366,6 +384,14 @@ class FastForward:
     _idle: int = 0
     """Checkpoints since the last full snapshot."""
     _verdicts: dict[tuple, tuple[int, int]] = field(default_factory=dict)
+    _fruitless: int = 0
+    """Full snapshots since the last jump (or the last sleep)."""
+    _asleep: int = 0
+    """Checkpoints left to skip (see ``_FRUITLESS_SNAPSHOTS``)."""
+    _sleep: int = 0
+    """How long the next sleep lasts (0: ``_FIRST_SLEEP``)."""
+    _limiting: set[int] = field(default_factory=set)
+    """The expressions (ids) whose reads last cut a period's jump short."""
     _acc_handles: tuple[int, list[tuple[Any, str]]] | None = None
     """The accumulator handles (``_accumulators``) for the SM count they were built for."""
     """Checks of recorded reads over skipped periods: key -> (periods checked, periods that held)."""
@@ -479,6 +505,9 @@ class FastForward:
         keys, self.pending = self.pending or [], None
         if self.disabled is not None:
             return 0
+        if self._asleep:
+            self._asleep -= 1
+            return 0
         self._drop_finished()
         if not self._checked:
             self.disabled = unknown_state(self._objects())
@@ -517,7 +546,7 @@ class FastForward:
         for key in keys:
             history = self._history.get(key, [])
             for old in reversed(history):
-                period = _match(old.snap, snap)
+                period = _match(old.snap, snap, self._loop_room)
                 if period is None or (self.tiles_fixed and period.loop_delta.get("tile")):
                     continue
                 logs = [lg for seq, lg in self._logs if seq > old.seq]
@@ -525,6 +554,8 @@ class FastForward:
                 if periods >= self._frame_bound:
                     self._frames[key].settled = True  # the loops end before another period fits
                 if periods >= 1:
+                    self._fruitless = 0
+                    self._sleep = 0
                     self._jump(period, periods, snap, logs)
                     skipped = periods * (events - old.events)
                     self.skipped_events += skipped
@@ -549,12 +580,26 @@ class FastForward:
                         self._cheap.clear()
                         self._logs.clear()
                     return skipped
+        self._fruitless += 1
+        if self._fruitless >= _FRUITLESS_SNAPSHOTS:
+            self._fall_asleep()
+            return 0
         for key in keys:
             history = self._history.setdefault(key, [])
             history.append(_Checkpoint(key, snap, self._seq, events))
             del history[:-_MAX_SAME_KEY]
         self._trim_logs()
         return 0
+
+    def _fall_asleep(self) -> None:
+        """Forget every snapshot and recorded read, and skip the next checkpoints (``_FRUITLESS_SNAPSHOTS``)."""
+        self._asleep = self._sleep or _FIRST_SLEEP
+        self._sleep = min(2 * self._asleep, _MAX_SLEEP)
+        self._fruitless = 0
+        self._history.clear()
+        self._cheap.clear()
+        self._logs.clear()
+        self._log = {}
 
     def _drop_finished(self) -> None:
         """Forget finished roles and the rings of CTAs whose roles have all finished: their state no
@@ -612,9 +657,9 @@ class FastForward:
 
     # ---- how far to jump --------------------------------------------------------------------------
 
-    def _periods(self, period: Period, logs: list[dict[tuple, Any]]) -> int:
-        d = period.loop_delta
-        self._frame_bound = 0
+    def _loop_room(self, d: dict[str, int]) -> int:
+        """How many periods shifting the loop variables by ``d`` fit before some running loop ends (0:
+        none, or a shift no loop can take; a huge number when no loop moves)."""
         bound = math.inf
         for runner in self.runners:
             for frame in runner.frames:
@@ -624,23 +669,30 @@ class FastForward:
                 if step < 0 or step % frame.every:
                     return 0
                 bound = min(bound, (frame.stop - 1 - frame.value) // step)
-        if period.limit is not None:
-            bound = min(bound, period.limit)
-        self._frame_bound = 0 if bound == math.inf else int(bound)
-        if bound == math.inf or bound < 1:
+        return _NO_LOOP_MOVES if bound == math.inf else int(bound)
+
+    def _periods(self, period: Period, logs: list[dict[tuple, Any]]) -> int:
+        d = period.loop_delta
+        self._frame_bound = 0
+        room = self._loop_room(d)
+        if room == _NO_LOOP_MOVES:
+            return 0
+        periods = room if period.limit is None else min(room, period.limit)
+        self._frame_bound = periods
+        if periods < 1:
             return 0
         for dop in period.ring_delta:
             if dop < 0:
                 return 0
-        periods = int(bound)
-        if periods < 1:
-            return 0
         merged: dict[tuple, Any] = {}
         for log in logs:
             merged.update(log)
-        if not _chunk_waits_hold(merged, d):
-            return 0
-        for key, entry in merged.items():
+        entries: Iterable[tuple[tuple, Any]] = merged.items()
+        limiting = self._limiting
+        if limiting:  # the reads that cut recent periods short are checked first (the answer is the same)
+            first = [(k, e) for k, e in merged.items() if k[0] == "e" and k[2] in limiting]
+            entries = itertools.chain(first, entries)
+        for key, entry in entries:
             if periods < 1:
                 break
             kind = key[0]
@@ -648,6 +700,10 @@ class FastForward:
                 continue
             if kind == "e":
                 good = _holds_expr(entry, d, periods)
+                if good < periods:
+                    if len(limiting) >= _MAX_LIMITING:
+                        limiting.clear()
+                    limiting.add(key[2])
             elif kind == "s":
                 good = _holds_summary(entry, d, periods)
             elif kind == "m":
@@ -656,6 +712,9 @@ class FastForward:
                 good = _holds_releases(entry, d, periods)
             if good < periods:
                 periods = good
+        # the chunk-buffer check walks landed tags (the costliest check): only for a jump the others allow
+        if periods >= 1 and not _chunk_waits_hold(merged, d):
+            return 0
         return periods
 
     # ---- the jump ---------------------------------------------------------------------------------
@@ -1015,15 +1074,20 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= _TOL_ABS + _TOL_REL * max(abs(a), abs(b))
 
 
-def _match(old: Snapshot, new: Snapshot) -> Period | None:
-    """The period from ``old`` to ``new`` if ``new`` is ``old`` shifted, else None."""
+def _match(
+    old: Snapshot, new: Snapshot, room: Callable[[dict[str, int]], int] | None = None
+) -> Period | None:
+    """The period from ``old`` to ``new`` if ``new`` is ``old`` shifted, else None (also when ``room``,
+    given the loop shifts, says not one more period fits: the values are then not compared)."""
     dt = new.now - old.now
-    if dt <= 0 or old.struct != new.struct or len(old.values) != len(new.values):
+    if (
+        dt <= 0
+        or old.struct_hash != new.struct_hash
+        or old.struct != new.struct
+        or len(old.values) != len(new.values)
+    ):
         return None
     if len(old.loops) != len(new.loops):
-        return None
-    a, b = np.asarray(old.values), np.asarray(new.values)
-    if not np.all(np.abs(a - b) <= _TOL_ABS + _TOL_REL * np.maximum(np.abs(a), np.abs(b))):
         return None
     delta: dict[str, int] = {}
     fixed: dict[str, set[int]] = {}
@@ -1038,6 +1102,11 @@ def _match(old: Snapshot, new: Snapshot) -> Period | None:
         if delta.setdefault(name_a, step) != step:
             return None
         moving.setdefault(name_a, []).append(b)
+    if room is not None and room(delta) < 1:
+        return None
+    a, b = np.asarray(old.values), np.asarray(new.values)
+    if not np.all(np.abs(a - b) <= _TOL_ABS + _TOL_REL * np.maximum(np.abs(a), np.abs(b))):
+        return None
     # A value that stays put (an ``at: {n: NB}`` wait) while others of its name move: the jump must end
     # before any moving value reaches it (then whatever compares them behaves as in the observed period).
     limits = []

@@ -13,8 +13,8 @@ swizzle and K/V sharing across heads change it the way they change HBM traffic o
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
 
 import numpy as np
 
@@ -24,9 +24,38 @@ from gpusim.sim.scheduler import WorkPlan
 from gpusim.sim.slotcolumns import NotColumnar, combined_codes
 
 
+class WaveMisses(Sequence[dict[str, float]]):
+    """Per wave, operand name -> miss fraction, computed wave by wave as the simulation first asks (the
+    LRU state runs front to back, so wave ``w`` computes every wave before it once): a prediction that
+    stops early (its work limit) never pays for the waves it did not reach."""
+
+    def __init__(self, waves: Iterator[dict[str, float]], count: int) -> None:
+        self._waves = waves
+        self._count = count
+        self._done: list[dict[str, float]] = []
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, wave: int) -> dict[str, float]: ...
+    @overload
+    def __getitem__(self, wave: slice) -> list[dict[str, float]]: ...
+    def __getitem__(self, wave: int | slice) -> dict[str, float] | list[dict[str, float]]:
+        if isinstance(wave, slice):
+            return [self[w] for w in range(*wave.indices(self._count))]
+        if wave < 0:
+            wave += self._count
+        if not 0 <= wave < self._count:
+            raise IndexError(wave)
+        while len(self._done) <= wave:
+            self._done.append(next(self._waves))
+        return self._done[wave]
+
+
 def panel_misses(
     sched: Schedule, plan: WorkPlan, l2_bytes: float, multicast: dict[str, int] | None = None
-) -> tuple[list[dict[str, float]], float]:
+) -> tuple[WaveMisses, float]:
     """For each wave, operand name -> fraction of its L2 reads that come from HBM (the rest hit).
 
     With TMA multicast over ``n`` CTAs each CTA reads ``1/n`` of a panel from L2, so the L2 reads of
@@ -37,7 +66,6 @@ def panel_misses(
     multicast = multicast or {}
     cache: OrderedDict[tuple[Any, ...], float] = OrderedDict()
     used_bytes = 0.0
-    result: list[dict[str, float]] = []
     env = dict(sched.env)
     model = plan.model
     read: frozenset[str] = frozenset()
@@ -53,7 +81,7 @@ def panel_misses(
         for name, operand in sched.operands.items()
     ]  # fmt: skip
     if not values:  # no operands: nothing to cache
-        return [{} for _ in range(plan.num_waves)], 0.0
+        return WaveMisses(iter([{}] * plan.num_waves), plan.num_waves), 0.0
     panels: Any = None if unknown else _panels_by_column(plan, values)
     if panels is None:
         getters = [(name, [k.getter() for k in keys], size.getter()) for name, keys, size in values]
@@ -62,7 +90,17 @@ def panel_misses(
     if resident:
         panels = list(panels)
         used_bytes = _seed_resident(cache, panels, resident, l2_bytes)
-    resident_bytes = used_bytes
+    misses = WaveMisses(
+        _wave_fractions(sched, panels, cache, used_bytes, l2_bytes, multicast), plan.num_waves
+    )
+    if len(misses):
+        misses[0]  # the first wave now: an operand key naming an unknown value fails before simulating
+    return misses, used_bytes
+
+
+def _wave_fractions(sched: Schedule, panels: Iterable[Panels], cache: OrderedDict[tuple[Any, ...], float],
+                    used_bytes: float, l2_bytes: float, multicast: dict[str, int]) -> Iterator[dict[str, float]]:  # fmt: skip
+    """The miss fractions of each wave in turn, through an LRU ``cache`` holding ``used_bytes``."""
     for wave in panels:
         fractions: dict[str, float] = {}
         for name, keys, uses, sizes in wave:
@@ -85,8 +123,7 @@ def panel_misses(
                 _, size = cache.popitem(last=False)
                 used_bytes -= size
             fractions[name] = min(1.0, missing / total) if total > 0 else 1.0
-        result.append(fractions)
-    return result, resident_bytes
+        yield fractions
 
 
 def _seed_resident(cache: OrderedDict[tuple[Any, ...], float], panels: list[Panels], resident: set[str],

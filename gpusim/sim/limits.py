@@ -11,6 +11,32 @@ schedules at the sizes of bench/bench_predict.py need well under a hundredth of 
 fast-forward; an exact (``--exact``) run of a very large problem can exceed it."""
 
 
+HOPELESS_CHECKS = 25
+"""Times during a simulation (at each 25th of its event limit, the last excepted) that the work done so
+far is compared with the events it took (:func:`hopeless`)."""
+
+HOPELESS_FACTOR = 8
+"""A simulation stops early when, at a check, the events spent so far divided by the fraction of the
+schedule's work done (tensor FLOPs or HBM bytes, whichever has progressed further) exceed this many
+times its event limit: a prediction that would run past its limit by far stops at a 25th of it instead
+of running to it (minutes for a hopeless size). The margin leaves room for a steady state the
+fast-forward finds late (it would have to make the rest ~8x cheaper per unit of work than the start)."""
+
+
+def hopeless(events: int, limit: int, done_fraction: float) -> str | None:
+    """Why a simulation at ``events`` of its ``limit`` will not finish within it (None: it may), from
+    ``done_fraction`` of the schedule's work done so far. Deterministic: it reads simulated work only."""
+    if not 0.0 < done_fraction < 1.0:
+        return None  # nothing measurable done yet (CUDA-core work, a long prologue): no judgement
+    projected = events / done_fraction
+    if projected <= HOPELESS_FACTOR * limit:
+        return None
+    return (
+        f"{done_fraction:.2%} of the schedule's work done in {events:,} events, about {projected:,.0f} "
+        f"events in all"
+    )
+
+
 EVENTS_PER_STEP_OP = 50
 """The events of the event limit that one program operation interpreted without waiting stands for:
 with the default limit, a role may run 100,000 operations between two events (one resumption of its
