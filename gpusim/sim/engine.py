@@ -25,7 +25,7 @@ from gpusim.schedule.program import walk
 from gpusim.sim.fastforward import FastForward, Jump, stale_timer
 from gpusim.sim.hardware import PIPES, Rates, SimSM
 from gpusim.sim.interp import Cta, RoleRunner
-from gpusim.sim.l2cache import panel_misses
+from gpusim.sim.l2cache import WaveMisses, panel_misses
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS, HOPELESS_CHECKS, WorkBudget, hopeless, start_budget
 from gpusim.sim.memory import FlowNetwork
 from gpusim.sim.mma_sync_rate import mma_sync_fraction
@@ -115,7 +115,7 @@ def _operand_multicast(multicasts: dict[str, dict[str, int]]) -> dict[str, int]:
 
 class _Builder:
     def __init__(self, sched: Schedule, arch: Arch, env: simpy.Environment, net: FlowNetwork, rates: Rates,
-                 miss: list[dict[str, float]], record: bool, dynamic_names: frozenset[str],
+                 miss: WaveMisses, record: bool, dynamic_names: frozenset[str],
                  work: WorkBudget) -> None:  # fmt: skip
         self.sched, self.arch, self.env, self.net, self.rates, self.miss, self.record = (
             sched, arch, env, net, rates, miss, record)  # fmt: skip

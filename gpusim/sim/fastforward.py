@@ -324,6 +324,8 @@ class Period:
     loop_delta: dict[str, int]
     ring_delta: list[int]
     acc_delta: list[float]
+    room: int
+    """How many periods fit before some running loop ends (``FastForward._loop_room``)."""
     token_delta: list[int] = field(default_factory=list)
     """Per loop token of the newer snapshot: how far it moved over the period."""
     limit: int | None = None
@@ -674,7 +676,7 @@ class FastForward:
     def _periods(self, period: Period, logs: list[dict[tuple, Any]]) -> int:
         d = period.loop_delta
         self._frame_bound = 0
-        room = self._loop_room(d)
+        room = period.room
         if room == _NO_LOOP_MOVES:
             return 0
         periods = room if period.limit is None else min(room, period.limit)
@@ -1074,10 +1076,8 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= _TOL_ABS + _TOL_REL * max(abs(a), abs(b))
 
 
-def _match(
-    old: Snapshot, new: Snapshot, room: Callable[[dict[str, int]], int] | None = None
-) -> Period | None:
-    """The period from ``old`` to ``new`` if ``new`` is ``old`` shifted, else None (also when ``room``,
+def _match(old: Snapshot, new: Snapshot, room_for: Callable[[dict[str, int]], int]) -> Period | None:
+    """The period from ``old`` to ``new`` if ``new`` is ``old`` shifted, else None (also when ``room_for``,
     given the loop shifts, says not one more period fits: the values are then not compared)."""
     dt = new.now - old.now
     if (
@@ -1102,7 +1102,8 @@ def _match(
         if delta.setdefault(name_a, step) != step:
             return None
         moving.setdefault(name_a, []).append(b)
-    if room is not None and room(delta) < 1:
+    room = room_for(delta)
+    if room < 1:
         return None
     a, b = np.asarray(old.values), np.asarray(new.values)
     if not np.all(np.abs(a - b) <= _TOL_ABS + _TOL_REL * np.maximum(np.abs(a), np.abs(b))):
@@ -1120,7 +1121,7 @@ def _match(
     ring_delta = [b - a for a, b in zip(old.ring_counts, new.ring_counts, strict=True)]
     acc_delta = [b - a for a, b in zip(old.acc, new.acc, strict=True)]
     token_delta = [b - a for (_, a), (_, b) in zip(old.loops, new.loops, strict=True)]
-    return Period(dt, delta, ring_delta, acc_delta, token_delta, min(limits, default=None))
+    return Period(dt, delta, ring_delta, acc_delta, room, token_delta, min(limits, default=None))
 
 
 def values_of(moving: dict[str, list[int]], name: str) -> list[int]:

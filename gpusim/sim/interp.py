@@ -30,6 +30,7 @@ from gpusim.sim.sync import (
 if TYPE_CHECKING:
     from gpusim.schedule.ir import Role, Schedule
     from gpusim.sim.hardware import SimSM
+    from gpusim.sim.l2cache import WaveMisses
 
 
 @dataclass(eq=False)
@@ -42,7 +43,7 @@ class Cta:
     rank: int
     units: list[dict[str, Any]]
     wave_offset: int
-    miss: list[dict[str, float]]
+    miss: WaveMisses
     rings: dict[str, StageRing] = field(default_factory=dict)
     chunks: dict[str, ChunkBuffer] = field(default_factory=dict)
     named: dict[str, NamedBarrier] = field(default_factory=dict)

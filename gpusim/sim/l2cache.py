@@ -13,8 +13,8 @@ swizzle and K/V sharing across heads change it the way they change HBM traffic o
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, overload
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -24,10 +24,11 @@ from gpusim.sim.scheduler import WorkPlan
 from gpusim.sim.slotcolumns import NotColumnar, combined_codes
 
 
-class WaveMisses(Sequence[dict[str, float]]):
+class WaveMisses:
     """Per wave, operand name -> miss fraction, computed wave by wave as the simulation first asks (the
     LRU state runs front to back, so wave ``w`` computes every wave before it once): a prediction that
-    stops early (its work limit) never pays for the waves it did not reach."""
+    stops early (its work limit) never pays for the waves it did not reach. Indexed by wave, 0 to
+    ``len - 1``."""
 
     def __init__(self, waves: Iterator[dict[str, float]], count: int) -> None:
         self._waves = waves
@@ -37,15 +38,7 @@ class WaveMisses(Sequence[dict[str, float]]):
     def __len__(self) -> int:
         return self._count
 
-    @overload
-    def __getitem__(self, wave: int) -> dict[str, float]: ...
-    @overload
-    def __getitem__(self, wave: slice) -> list[dict[str, float]]: ...
-    def __getitem__(self, wave: int | slice) -> dict[str, float] | list[dict[str, float]]:
-        if isinstance(wave, slice):
-            return [self[w] for w in range(*wave.indices(self._count))]
-        if wave < 0:
-            wave += self._count
+    def __getitem__(self, wave: int) -> dict[str, float]:
         if not 0 <= wave < self._count:
             raise IndexError(wave)
         while len(self._done) <= wave:
