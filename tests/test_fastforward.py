@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_golden import PROBLEMS as GOLDEN_PROBLEMS
 
+from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.errors import GpusimError, SimulationLimitExceeded
 from gpusim.report.trace import trace_events
@@ -258,6 +260,27 @@ def test_a_simulation_that_cannot_finish_within_its_limit_stops_early() -> None:
         simulate(sched, arch, exact=True, max_events=20_000)
     assert "stopped early" not in str(info.value)
     assert "work limit of 20,000 events" in str(info.value)
+
+
+def test_long_attention_is_judged_by_its_flops_not_by_its_re_read_bytes() -> None:
+    """Causal attention re-reads K/V, so its HBM bytes run ahead of its work; the projection reads its
+    tensor FLOPs and stops a 64k-token causal FA3 that cannot finish in 50,000 events at the first
+    check."""
+    arch = load_arch("h100")
+    sched = load_schedule("attn_fa3_fwd", arch, {"batch": 1, "heads": 16, "seqlen_q": 65536, "causal": 1})
+    with pytest.raises(SimulationLimitExceeded, match=r"stopped early: [0-9.e-]+% of the schedule's work done in "
+                       r"2,000 events"):  # fmt: skip
+        simulate(sched, arch, max_events=50_000)
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_PROBLEMS))
+def test_every_schedule_issues_at_least_its_flops(name: str) -> None:
+    """The early stop measures progress by tensor FLOPs issued over the schedule's FLOPs: a schedule that
+    issued fewer than it counts would look slower than it is and could be stopped falsely."""
+    run = predict(name, record=True, attribute=False, **GOLDEN_PROBLEMS[name]).timeline
+    issued = sum(sm.tensor_flops * sm.weight for sm in run.sms)
+    if run.sched.flops > 0 and issued > 0:
+        assert issued >= run.sched.flops * (1 - 1e-9), f"{name}: {issued:.4g} of {run.sched.flops:.4g} FLOPs"
 
 
 def test_the_projection_only_judges_measurable_progress() -> None:

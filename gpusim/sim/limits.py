@@ -17,7 +17,7 @@ far is compared with the events it took (:func:`hopeless`)."""
 
 HOPELESS_FACTOR = 8
 """A simulation stops early when, at a check, the events spent so far divided by the fraction of the
-schedule's work done (tensor FLOPs or HBM bytes, whichever has progressed further) exceed this many
+schedule's work done (its tensor FLOPs, or its HBM bytes where it issues none) exceed this many
 times its event limit: a prediction that would run past its limit by far stops at a 25th of it instead
 of running to it (minutes for a hopeless size). The margin leaves room for a steady state the
 fast-forward finds late (it would have to make the rest ~8x cheaper per unit of work than the start)."""
@@ -32,7 +32,7 @@ def hopeless(events: int, limit: int, done_fraction: float) -> str | None:
     if projected <= HOPELESS_FACTOR * limit:
         return None
     return (
-        f"{done_fraction:.2%} of the schedule's work done in {events:,} events, about {projected:,.0f} "
+        f"{100 * done_fraction:.3g}% of the schedule's work done in {events:,} events, about {projected:,.0f} "
         f"events in all"
     )
 
