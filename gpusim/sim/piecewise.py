@@ -31,6 +31,54 @@ LEAF_POINTS = 8
 """Sub-ranges this short are evaluated point by point instead of bisected further."""
 
 
+class _Parsed:
+    """One expression's syntax tree, shared by every :class:`IntervalEval` of it: which nodes read a
+    given set of names, and each constant sub-expression compiled, are worked out once per tree."""
+
+    __slots__ = ("_parts", "_varying", "tree")
+
+    def __init__(self, text: str) -> None:
+        self.tree = ast.parse(text.strip(), mode="eval").body
+        self._varying: dict[frozenset[str], dict[int, bool]] = {}
+        self._parts: dict[int, Expr] = {}
+
+    def varying(self, names: frozenset[str]) -> dict[int, bool]:
+        """Node id -> whether the sub-expression reads any of ``names``."""
+        known = self._varying.get(names)
+        if known is None:
+            known = self._varying[names] = {}
+
+            def mark(node: ast.AST) -> bool:
+                reads = isinstance(node, ast.Name) and node.id in names
+                for child in ast.iter_child_nodes(node):
+                    reads = mark(child) or reads
+                known[id(node)] = reads
+                return reads
+
+            mark(self.tree)
+        return known
+
+    def part(self, node: ast.AST) -> Expr:
+        """The sub-expression ``node`` of this tree, compiled."""
+        known = self._parts.get(id(node))
+        if known is None:
+            known = self._parts[id(node)] = Expr(ast.unparse(node))
+        return known
+
+
+_PARSED: dict[str, _Parsed] = {}
+_MAX_PARSED = 1024
+
+
+def _parsed(text: str) -> _Parsed:
+    known = _PARSED.get(text)
+    if known is None:
+        if len(_PARSED) >= _MAX_PARSED:
+            _PARSED.clear()
+        known = _PARSED[text] = _Parsed(text)
+    return known
+
+
 class IntervalEval:
     """Bounds of one expression over a range of the integer variable ``var``.
 
@@ -41,10 +89,11 @@ class IntervalEval:
         self, expr: Expr, var: str, consts: Mapping[str, Any], derived: Mapping[str, IntervalEval]
     ) -> None:
         self.var, self.consts, self.derived = var, consts, derived
-        self.tree = ast.parse(expr.text.strip(), mode="eval").body
+        self._parsed = _parsed(expr.text)
+        self.tree = self._parsed.tree
         self._fixed: dict[int, Interval | None] = {}
         self._seen: dict[tuple[int, int], Interval | None] = {}
-        self._vary: dict[int, bool] = {}
+        self._vary = self._parsed.varying(frozenset((var, *derived)))
 
     def over(self, lo: int, hi: int) -> Interval | None:
         """Bounds for ``lo <= var <= hi``; None when they cannot be given (or an error may occur)."""
@@ -56,12 +105,7 @@ class IntervalEval:
         return self._seen[key]
 
     def _varies(self, node: ast.AST) -> bool:
-        known = self._vary.get(id(node))
-        if known is None:
-            known = self._vary[id(node)] = any(
-                isinstance(n, ast.Name) and (n.id == self.var or n.id in self.derived) for n in ast.walk(node)
-            )
-        return known
+        return self._vary[id(node)]
 
     def _constant(self, node: ast.AST) -> Interval | None:
         """A sub-expression that reads only constants: its exact value, as an interval if it is integer."""
@@ -69,7 +113,7 @@ class IntervalEval:
         if known is not _UNSET:
             return known  # type: ignore[return-value]
         try:
-            value = Expr(ast.unparse(node))(self.consts)
+            value = self._parsed.part(node)(self.consts)
         except Exception:
             value = None
         result = _point(value)
