@@ -199,6 +199,30 @@ def test_a_controller_that_sleeps_after_fruitless_snapshots_stays_exact(
     assert sleeps
 
 
+def test_jumps_land_at_most_their_budget_of_chunks_and_stay_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A jump adds the skipped periods' chunk-buffer landings one by one (a buffer keeps every landed
+    tag), so their total is bounded: past the budget, jumps are cut to the landings left or not taken,
+    which only forgoes jumps (a 16M-token FlashMLA decode grew to 22 GB without it)."""
+    from gpusim.sim import fastforward
+
+    problem = {"batch": 16, "seqlen_kv": 8192}
+    unbounded = _run("mla_decode_flashmla", problem, exact=False)
+    budget = 100
+    monkeypatch.setattr(fastforward, "MAX_JUMP_LANDINGS", budget)
+    controllers: list[fastforward.FastForward] = []
+    jump = fastforward.FastForward._jump
+
+    def counted(self: fastforward.FastForward, *args: Any) -> None:
+        controllers.append(self)
+        jump(self, *args)
+
+    monkeypatch.setattr(fastforward.FastForward, "_jump", counted)
+    _assert_agree("mla_decode_flashmla", problem)
+    bounded = _run("mla_decode_flashmla", problem, exact=False)
+    assert 0 < controllers[-1].jump_landings <= budget
+    assert bounded.skipped_events < unbounded.skipped_events  # some jump was cut
+
+
 def _strategy(name: str) -> st.SearchStrategy[dict[str, Any]]:
     """The schedule's random problems; a schedule without its own strategy yet runs its golden problem."""
     if name in PROBLEMS:

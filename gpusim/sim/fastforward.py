@@ -75,6 +75,12 @@ recorded, for a number of checkpoints that starts at ``_FIRST_SLEEP`` and double
 while the run stays fruitless (a jump resets it). Exact either way: sleeping only forgoes jumps."""
 _FIRST_SLEEP = 32
 _MAX_SLEEP = 1024
+MAX_JUMP_LANDINGS = 250_000
+"""Chunk-buffer landings (gpusim/sim/sync.py ``ChunkBuffer``) the jumps of one simulation may add. A
+buffer keeps every landed tag (a wait may name any of them) and a jump adds the skipped periods'
+landings one by one, so without a bound a long-context FlashMLA decode grew by ~300 bytes per skipped
+landing (22 GB at 16M tokens). Past it, jumps that land chunks are cut to the landings left or not taken:
+exact (only forgoes jumps); the run goes on in detail and meets its work limit instead."""
 _MAX_VERDICTS = 65_536
 _MAX_LIMITING = 64
 _NO_LOOP_MOVES = 2**62
@@ -367,6 +373,8 @@ class FastForward:
     units are."""
     jumps: list[Jump] = field(default_factory=list)
     skipped_events: int = 0
+    jump_landings: int = 0
+    """Chunk-buffer landings added by jumps so far (at most :data:`MAX_JUMP_LANDINGS`)."""
     disabled: str | None = None
     pending: list[tuple] | None = None
     """Loop keys whose iteration the anchor started in the current step (outermost first)."""
@@ -553,6 +561,10 @@ class FastForward:
                     continue
                 logs = [lg for seq, lg in self._logs if seq > old.seq]
                 periods = self._periods(period, logs)
+                lands = sum(1 for lg in logs for k in lg if k[0] == "l")
+                if lands and periods >= 1:
+                    periods = min(periods, (MAX_JUMP_LANDINGS - self.jump_landings) // lands)
+                    self.jump_landings += lands * max(periods, 0)
                 if periods >= self._frame_bound:
                     self._frames[key].settled = True  # the loops end before another period fits
                 if periods >= 1:

@@ -340,23 +340,40 @@ class Runs:
         return self.values[bisect_right(self.starts, x) - 1]
 
 
+class Evaluations:
+    """A count of the evaluations a search made (interval bounds and points), for callers that budget
+    their work in evaluations."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
 def _walk(
-    bounds: IntervalEval | None, lo: int, hi: int, whole: Callable[[int, Interval], bool]
-) -> Iterator[int]:
+    bounds: IntervalEval | None, lo: int, hi: int, whole: Callable[[int, Interval], bool],
+    spent: Evaluations | None = None,
+) -> Iterator[int]:  # fmt: skip
     """The points of ``lo..hi`` (inclusive), in order, that need evaluating one by one: a sub-range where
     ``bounds`` pins the value to one number (0.0 and -0.0 compare equal: not pinned) is skipped whole when
-    ``whole(start, interval)`` accepts it; the rest is bisected down to ranges of ``LEAF_POINTS``."""
+    ``whole(start, interval)`` accepts it; the rest is bisected down to ranges of ``LEAF_POINTS``. Each
+    bound and each point yielded counts one in ``spent``."""
     stack = [(lo, hi)]
     while stack:
         a, b = stack.pop()
         if b < a:
             continue
         if bounds is not None:
+            if spent is not None:
+                spent.count += 1
             iv = bounds.over(a, b)
             if iv is not None and iv[0] == iv[1] and not (iv[2] is float and iv[0] == 0) and whole(a, iv):
                 continue
         if b - a < LEAF_POINTS or bounds is None:
-            yield from range(a, b + 1)
+            for x in range(a, b + 1):
+                if spent is not None:
+                    spent.count += 1
+                yield x
             continue
         mid = (a + b) // 2
         stack.append((mid + 1, b))  # popped after the lower half: points and ranges come in order
@@ -400,11 +417,13 @@ class Linear:
         return (min(a, b), max(a, b), int)
 
 
-def first_change(bounds: IntervalEval | None, value_at: Callable[[int], Any], target: Any, lo: int, hi: int) -> int | None:  # fmt: skip
+def first_change(bounds: IntervalEval | None, value_at: Callable[[int], Any], target: Any, lo: int, hi: int,
+                 spent: Evaluations | None = None) -> int | None:  # fmt: skip
     """The smallest ``x`` in ``lo..hi`` (inclusive) where ``value_at(x)`` is not ``target`` (a value that
     raises counts as not), or None: sub-ranges where ``bounds`` proves the value constant and equal to
-    ``target`` are skipped whole, the rest is bisected down to points (as :func:`constant_runs`)."""
-    for x in _walk(bounds, lo, hi, lambda _a, iv: type(target) is iv[2] and target == iv[0]):
+    ``target`` are skipped whole, the rest is bisected down to points (as :func:`constant_runs`); the
+    bounds and points evaluated are added to ``spent``."""
+    for x in _walk(bounds, lo, hi, lambda _a, iv: type(target) is iv[2] and target == iv[0], spent):
         try:
             value = value_at(x)
         except Exception:
@@ -415,11 +434,11 @@ def first_change(bounds: IntervalEval | None, value_at: Callable[[int], Any], ta
 
 
 def periods_holding(expr: Expr, env: Mapping[str, Any], moving: list[tuple[str, int, int]], target: Any,
-                    first: int, periods: int, where: str = "") -> int:  # fmt: skip
+                    first: int, periods: int, where: str = "", spent: Evaluations | None = None) -> int:  # fmt: skip
     """How many periods (``first - 1`` of them checked already) ``expr`` keeps the value ``target`` while
     each ``(name, value, step)`` of ``moving`` advances by ``step`` per period from ``value`` (the other
     names as in ``env``): proved by interval arithmetic where it can be, evaluated point by point
-    elsewhere (:func:`first_change`); exact either way."""
+    elsewhere (:func:`first_change`); exact either way. The evaluations are added to ``spent``."""
     try:
         bounds: IntervalEval | None = IntervalEval(
             expr, "\0periods", env, {name: Linear(value, step) for name, value, step in moving}
@@ -433,5 +452,5 @@ def periods_holding(expr: Expr, env: Mapping[str, Any], moving: list[tuple[str, 
             point[name] = value + times * step
         return expr(point, where=where)
 
-    changed = first_change(bounds, value_at, target, first, periods)
+    changed = first_change(bounds, value_at, target, first, periods, spent)
     return periods if changed is None else changed - 1

@@ -15,7 +15,9 @@ with every counter moved by ``d`` and every ring cursor by ``c``, the sweeps in 
 the next sweeps repeat it, shifted, as long as every expression the period evaluated keeps its value at
 the shifted counters (each is re-evaluated there) and every loop stays inside its range. The jump moves
 counters, ring cursors, occupied stages, their tags and credits by whole periods; the statements of the
-skipped periods are not counted against the replay's budget. A period in which an ``at:`` sets a moving
+skipped periods are not counted against the replay's budget, but the checks are: each re-evaluation
+counts its interval bounds and points as statements (causal attention at long sequences jumps in every
+unit, and its checks, uncounted, cost minutes). A period in which an ``at:`` sets a moving
 counter to anything but that counter plus a constant is not jumped, nor are runs with chunked buffers.
 """
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpusim.sim.piecewise import periods_holding
+from gpusim.sim.piecewise import Evaluations, periods_holding
 
 MAX_FREED_KEYS = 200_000
 """Freed stage tags the jumps of one replay may record (they grow with the periods jumped: a
@@ -121,12 +123,15 @@ class LoopPeriods:
         for sweep, log in self.logs:
             if sweep > since:
                 merged.update(log)
+        game = self.run.game
         for key, entry in merged.items():
             if key[0] == "at":  # an ``at:`` set this name to a value that does not move with it
                 if key[1] in moving:
                     return False
                 continue
-            periods = _holds(entry, delta, periods)
+            spent = Evaluations()
+            periods = _holds(entry, delta, periods, spent)
+            game.charge(1 + spent.count)
             if periods < 1:
                 return False
         freed = [(ring, key) for sweep, ring, key in self.freed if sweep > since]
@@ -216,9 +221,10 @@ def _position(ring: Any, index: int) -> int:
     return ring.open_gen[index] * ring.n + index
 
 
-def _holds(entry: tuple, delta: dict[str, int], periods: int) -> int:
+def _holds(entry: tuple, delta: dict[str, int], periods: int, spent: Evaluations | None = None) -> int:
     """How many of the next ``periods`` periods give the recorded evaluation its recorded value: proved
-    by interval arithmetic where it can be (gpusim/sim/piecewise.py), else evaluated period by period."""
+    by interval arithmetic where it can be (gpusim/sim/piecewise.py), else evaluated period by period
+    (the bounds and points evaluated are added to ``spent``)."""
     expr, stmt, _kind, names, values, _value = entry
     moving = [(name, value, delta[name]) for name, value in zip(names, values, strict=True)
               if delta.get(name) and type(value) is int]  # fmt: skip
@@ -229,7 +235,7 @@ def _holds(entry: tuple, delta: dict[str, int], periods: int) -> int:
         target = expr(env, where=stmt.where)
     except Exception:
         return 0
-    return periods_holding(expr, env, moving, target, 1, periods, where=stmt.where)
+    return periods_holding(expr, env, moving, target, 1, periods, where=stmt.where, spent=spent)
 
 
 def _apply(

@@ -121,6 +121,13 @@ class _Game:
             for role in sched.roles.values()
         }
 
+    def charge(self, evaluations: int) -> None:
+        """Count work other than statements (a loop jump's checks, gpusim/sim/replayloops.py) against the
+        step budget; past it, the replay gives up."""
+        self.steps += evaluations
+        if self.steps > self.max_steps:
+            raise _GiveUp
+
     def at_of(self, stmt: Stmt) -> tuple[tuple[str, Any, bool], ...]:
         """A statement's ``at:`` entries: (name, expression, whether it is that name plus a constant, so
         that it moves with the name when a loop jump moves it)."""
