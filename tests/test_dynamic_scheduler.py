@@ -12,6 +12,7 @@ from gpusim.arch import load_arch
 from gpusim.errors import InputError
 from gpusim.schedule.load import load_schedule, schedules_dir
 from gpusim.sim.engine import simulate
+from gpusim.sim.hardware import issued_tensor_flops
 from gpusim.sim.scheduler import plan_work
 from gpusim.sim.tilequeue import ClusterTiles, DynamicUnits, TileQueue
 
@@ -50,7 +51,7 @@ def test_causal_fa3_takes_its_m_blocks_from_the_counter_and_runs_each_once() -> 
         load_schedule("attn_fa3_fwd", h100, {**CAUSAL, "TILE_SCHEDULER": "static_persistent"}), h100
     )
     assert not static.plan.dynamic
-    issued = [sum(sm.tensor_flops * sm.weight for sm in r.sms) for r in (run, static)]
+    issued = [issued_tensor_flops(r.sms) for r in (run, static)]
     assert issued[0] == pytest.approx(issued[1], rel=1e-12)  # the same units, dealt differently
     exact = simulate(sched, h100, exact=True)
     assert run.kernel_ns == pytest.approx(exact.kernel_ns, rel=1e-9)

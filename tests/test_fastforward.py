@@ -20,6 +20,7 @@ from gpusim.errors import GpusimError, SimulationLimitExceeded
 from gpusim.report.trace import trace_events
 from gpusim.schedule.load import _read_spec, builtin_schedule_names, load_schedule, schedule_path
 from gpusim.sim.engine import simulate
+from gpusim.sim.hardware import issued_tensor_flops
 from gpusim.sim.limits import HOPELESS_FACTOR, hopeless
 from gpusim.sim.scheduler import plan_work
 from gpusim.summarize import summarize
@@ -227,9 +228,7 @@ def _strategy(name: str) -> st.SearchStrategy[dict[str, Any]]:
     """The schedule's random problems; a schedule without its own strategy yet runs its golden problem."""
     if name in PROBLEMS:
         return PROBLEMS[name]
-    from test_golden import PROBLEMS as GOLDEN
-
-    return st.just(GOLDEN.get(name, {}))
+    return st.just(GOLDEN_PROBLEMS.get(name, {}))
 
 
 @pytest.mark.parametrize("name", builtin_schedule_names())
@@ -302,7 +301,7 @@ def test_every_schedule_issues_at_least_its_flops(name: str) -> None:
     """The early stop measures progress by tensor FLOPs issued over the schedule's FLOPs: a schedule that
     issued fewer than it counts would look slower than it is and could be stopped falsely."""
     run = predict(name, record=True, attribute=False, **GOLDEN_PROBLEMS[name]).timeline
-    issued = sum(sm.tensor_flops * sm.weight for sm in run.sms)
+    issued = issued_tensor_flops(run.sms)
     if run.sched.flops > 0 and issued > 0:
         assert issued >= run.sched.flops * (1 - 1e-9), f"{name}: {issued:.4g} of {run.sched.flops:.4g} FLOPs"
 

@@ -29,6 +29,7 @@ from typing import Any
 from gpusim.report.intervals import Interval, clip, merge, subtract, total
 from gpusim.report.timeline import check_recorded, last_sm, sm_end_ns
 from gpusim.sim.engine import SimRun
+from gpusim.sim.hardware import issued_tensor_flops
 
 CAUSES = (
     "tensor_core",
@@ -250,7 +251,7 @@ def tensor_efficiency_while_busy(run: SimRun) -> float:
     peak = run.arch.dense_peak_tflops(run.sched.metrics_dtype) or 0.0
     if busy_sm_ns <= 0 or peak <= 0:
         return 0.0
-    flops = sum(sm.tensor_flops * sm.weight for sm in run.sms)
+    flops = issued_tensor_flops(run.sms)
     per_sm_peak = peak * 1e3 / run.arch.sm_count  # FLOP/ns per SM
     return flops / busy_sm_ns / per_sm_peak
 

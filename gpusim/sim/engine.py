@@ -23,7 +23,7 @@ from gpusim.schedule.expr import ExprError
 from gpusim.schedule.ir import Schedule
 from gpusim.schedule.program import walk
 from gpusim.sim.fastforward import FastForward, Jump, stale_timer
-from gpusim.sim.hardware import PIPES, Rates, SimSM
+from gpusim.sim.hardware import PIPES, Rates, SimSM, issued_tensor_flops
 from gpusim.sim.interp import Cta, RoleRunner
 from gpusim.sim.l2cache import WaveMisses, panel_misses
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS, HOPELESS_CHECKS, WorkBudget, hopeless, start_budget
@@ -438,7 +438,7 @@ def simulate(
             raise HorizonReached(f"{sched.name} on {arch.id}: simulated time reached {horizon_ns / 1000:.2f} us "
                                  f"after {events:,} events")  # fmt: skip
         if horizon_rate and events % 64 == 0:
-            left = max(sched.flops - sum(sm.tensor_flops * sm.weight for sm in builder.sms), 0.0)
+            left = max(sched.flops - issued_tensor_flops(builder.sms), 0.0)
             if env.now + left / horizon_rate >= horizon_rate_ns:
                 raise HorizonReached(
                     f"{sched.name} on {arch.id}: at t={env.now / 1000:.2f} us, {left:.3g} FLOPs still to "
@@ -473,7 +473,7 @@ def _done_fraction(sched: Schedule, sms: list[SimSM], net: FlowNetwork) -> float
     its compulsory bytes when it has issued 1% of its FLOPs). Every shipped schedule issues at least its
     FLOPs (tests/test_fastforward.py), so the fraction never lags the work done in the end."""
     if sched.flops > 0:
-        flops = sum(sm.tensor_flops * sm.weight for sm in sms)
+        flops = issued_tensor_flops(sms)
         if flops > 0:
             return flops / sched.flops
     if sched.compulsory_bytes > 0:

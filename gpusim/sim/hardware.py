@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -345,6 +345,11 @@ class SimSM:
             core = servers["tensor"]
             core.submit(r.tensor_cuda_coupling * longest, owner, COUPLING_LABEL, cap=used / smsps)  # type: ignore[union-attr]
         return self.env.timeout(end - self.env.now)
+
+
+def issued_tensor_flops(sms: Iterable[SimSM]) -> float:
+    """Tensor FLOPs issued so far on the whole chip: each simulated SM's, times the SMs it stands for."""
+    return sum(sm.tensor_flops * sm.weight for sm in sms)
 
 
 def mma_operand_bytes(unit: str, mnk: tuple[float, float, float], a_space: str | None, dtype: str,
