@@ -561,10 +561,6 @@ class FastForward:
                     continue
                 logs = [lg for seq, lg in self._logs if seq > old.seq]
                 periods = self._periods(period, logs)
-                lands = sum(1 for lg in logs for k in lg if k[0] == "l")
-                if lands and periods >= 1:
-                    periods = min(periods, (MAX_JUMP_LANDINGS - self.jump_landings) // lands)
-                    self.jump_landings += lands * max(periods, 0)
                 if periods >= self._frame_bound:
                     self._frames[key].settled = True  # the loops end before another period fits
                 if periods >= 1:
@@ -726,6 +722,9 @@ class FastForward:
                 good = _holds_releases(entry, d, periods)
             if good < periods:
                 periods = good
+        lands = sum(1 for log in logs for key in log if key[0] == "l")
+        if lands:  # each skipped period lands them again (MAX_JUMP_LANDINGS)
+            periods = min(periods, (MAX_JUMP_LANDINGS - self.jump_landings) // lands)
         # the chunk-buffer check walks landed tags (the costliest check): only for a jump the others allow
         if periods >= 1 and not _chunk_waits_hold(merged, d):
             return 0
@@ -759,6 +758,7 @@ class FastForward:
         for log in logs:  # the chunks the skipped periods landed
             for key, entry in log.items():
                 if key[0] == "l":
+                    self.jump_landings += periods
                     buffer, chunk, tag = entry
                     for m in range(1, periods + 1):
                         buffer.add_landed(chunk, {k: v + m * period.loop_delta.get(k, 0) if type(v) is int else v
