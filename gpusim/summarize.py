@@ -56,7 +56,7 @@ def predict_resolved(
     simulations of the same schedule skip it. ``power_start``: where the power model's fixed point starts (a calibration's nearby point;
     default: the ceiling)."""
     kwargs: dict[str, Any] = {
-        "record": record or attribute,
+        "record": True if record else "spans" if attribute else False,
         "deadline_s": deadline_s,
         "max_events": max_events,
     }

@@ -248,23 +248,6 @@ def test_attribution_reads_each_timeline_once_however_many_jumps(monkeypatch: py
     assert 1 <= calls["busy"] <= calls["classify"]
 
 
-def test_fast_forward_moves_only_the_spans_after_the_jump() -> None:
-    """Spans that end by the jump stay; one that crosses it is split; the rest move by the shift
-    (sorted, as a full sort would leave them)."""
-    from gpusim.sim.fastforward import _split_spans
-    from gpusim.sim.servers import Span
-
-    class Server:
-        def __init__(self) -> None:
-            self.spans = [Span(0.0, 1.0, "a"), Span(1.0, 2.0, "b"), Span(2.5, 4.0, "c"), Span(4.0, 5.0, "d")]
-            self._last_span = None
-
-    server = Server()
-    _split_spans(server, 3.0, 10.0)  # type: ignore[arg-type]
-    got = [(s.start_ns, s.end_ns, s.name) for s in server.spans]
-    assert got == [(0.0, 1.0, "a"), (1.0, 2.0, "b"), (2.5, 3.0, "c"), (13.0, 14.0, "c"), (14.0, 15.0, "d")]
-
-
 @pytest.mark.parametrize(
     "call",
     [lambda: gpusim.load_arch("h100", foo=1), lambda: gpusim.load_schedule("gemm_sync", arch="h100"),

@@ -9,12 +9,13 @@ from hypothesis import strategies as st
 
 from gpusim.api import predict
 from gpusim.sim.servers import FifoServer, SharedTensorCore
+from gpusim.sim.spanlog import SpanLog
 
 
 def _run(jobs: list[tuple[float, str, float]], cap: float = 1.0) -> tuple[dict[int, float], SharedTensorCore]:
     """Submit (arrival ns, owner, work ns) jobs; return each job's finish time and the core."""
     env = simpy.Environment()
-    core = SharedTensorCore(env, "tensor", spans=[])
+    core = SharedTensorCore(env, "tensor", spans=SpanLog())
     finish: dict[int, float] = {}
 
     def issue(i: int, at: float, owner: str, work: float):
@@ -69,7 +70,7 @@ def test_a_capped_issuer_leaves_the_rest_to_others() -> None:
 
 def test_spans_are_the_busy_intervals() -> None:
     _, core = _run([(0.0, "wg0", 10.0), (0.0, "wg1", 10.0), (100.0, "wg0", 5.0)])
-    assert [(s.start_ns, s.end_ns) for s in core.spans or []] == [(0.0, 20.0), (100.0, 105.0)]
+    assert list(core.spans.intervals()) == [(0.0, 20.0), (100.0, 105.0)]  # type: ignore[union-attr]
 
 
 @settings(max_examples=60, deadline=None)

@@ -121,7 +121,7 @@ def _classify_with_jumps(
 def _saturated(servers: list[Any]) -> list[Interval]:
     """When a pipe is saturated: its one server busy, or every SM sub-partition that used it busy at once
     (one warp's work on one SMSP does not make the SM's pipe the bottleneck while others idle)."""
-    busy = [merge((s.start_ns, s.end_ns) for s in srv.spans or []) for srv in servers]
+    busy = [merge(srv.spans.intervals()) if srv.spans else [] for srv in servers]
     used = [b for b in busy if b]
     if not used:
         return []

@@ -86,9 +86,7 @@ def agent_lanes(run: SimRun, sm_index: int) -> list[Lane]:
             elif pipe == "egress":
                 spans.extend(sm.egress.spans or [])  # type: ignore[union-attr]
             else:
-                spans.extend(
-                    (s.start_ns, s.end_ns, s.name) for srv in sm.pipe_servers(pipe) for s in srv.spans or []
-                )
+                spans.extend(span for srv in sm.pipe_servers(pipe) for span in srv.spans or [])
         if spans:
             lanes.append(Lane(label, "agent", sorted(spans), color_kind=kind))
     return lanes
@@ -126,7 +124,7 @@ def sm_end_ns(run: SimRun, sm_index: int) -> float:
     """When the SM group's last role finished (its share of the kernel)."""
     ends = [r.spans[-1][1] for r in run.runners if r.sm.index == sm_index and r.spans]
     sm = run.sms[sm_index]
-    ends += [s.end_ns for srv in sm.servers.values() for s in (srv.spans or [])[-1:]]
+    ends += [srv.spans.ends[-1] for srv in sm.servers.values() if srv.spans]
     ends += [p.spans[-1][1] for p in (sm.ingress, sm.egress) if p is not None and p.spans]
     return max(ends, default=0.0)
 

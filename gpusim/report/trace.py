@@ -46,9 +46,9 @@ def trace_events(run: SimRun) -> list[dict[str, Any]]:
                 continue
             events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": pipe}})
             events.extend(
-                {"name": s.name or pipe, "cat": pipe, "ph": "X", "pid": pid, "tid": tid,
-                 "ts": s.start_ns / 1000, "dur": max(s.end_ns - s.start_ns, 0.0) / 1000}
-                for s in server.spans
+                {"name": label or pipe, "cat": pipe, "ph": "X", "pid": pid, "tid": tid,
+                 "ts": a / 1000, "dur": max(b - a, 0.0) / 1000}
+                for a, b, label in server.spans
             )  # fmt: skip
         for port in (sm.ingress, sm.egress):
             tid += 1

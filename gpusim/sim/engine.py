@@ -115,10 +115,11 @@ def _operand_multicast(multicasts: dict[str, dict[str, int]]) -> dict[str, int]:
 
 class _Builder:
     def __init__(self, sched: Schedule, arch: Arch, env: simpy.Environment, net: FlowNetwork, rates: Rates,
-                 miss: WaveMisses, record: bool, dynamic_names: frozenset[str],
+                 miss: WaveMisses, record: bool | Literal["spans"], dynamic_names: frozenset[str],
                  work: WorkBudget) -> None:  # fmt: skip
-        self.sched, self.arch, self.env, self.net, self.rates, self.miss, self.record = (
-            sched, arch, env, net, rates, miss, record)  # fmt: skip
+        self.sched, self.arch, self.env, self.net, self.rates, self.miss = sched, arch, env, net, rates, miss
+        self.record = bool(record)
+        self.record_everything = record is True
         self.dynamic_names = dynamic_names
         self.sms: list[SimSM] = []
         self.runners: list[RoleRunner] = []
@@ -139,7 +140,8 @@ class _Builder:
     def build_group(self, group: SmGroup) -> None:
         sched = self.sched
         csize = sched.launch.cluster_size
-        sms = [SimSM(self.env, len(self.sms) + i, group.weight, self.rates, self.net, record_spans=self.record)
+        sms = [SimSM(self.env, len(self.sms) + i, group.weight, self.rates, self.net, record_spans=self.record,
+                      span_labels=self.record_everything)
                for i in range(csize)]  # fmt: skip
         self.sms.extend(sms)
         warps_per_cta = sum(r.warps * r.replicas for r in sched.roles.values())
@@ -290,7 +292,7 @@ class _Builder:
             ring = StageRing(
                 env, name, b.stages, b.producer or "threads", b.consumer or "threads", n_producers, expected
             )
-            if self.record:
+            if self.record_everything:
                 ring.in_use_samples, ring.flows, ring.stage_log = [], [], []
                 ring.sm_index, ring.cta_rank = sharing[0].sm.index, sharing[0].rank
             self.rings.append(ring)
@@ -325,7 +327,7 @@ def simulate(
     sched: Schedule,
     arch: Arch,
     *,
-    record: bool = False,
+    record: bool | Literal["spans"] = False,
     group_identical: bool = True,
     exact: bool = False,
     max_events: int | None = DEFAULT_MAX_EVENTS,
@@ -338,7 +340,9 @@ def simulate(
     """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
 
     By default whole periods of steady state are fast-forwarded (gpusim/sim/fastforward.py; exact for
-    the model); ``exact=True`` simulates every event. ``group_identical`` simulates SM groups with
+    the model); ``exact=True`` simulates every event. ``record``: keep every busy span of every agent, port
+    and role, the rings' occupancy and the L2/HBM rates over time (traces, timelines); ``"spans"``: the
+    busy spans only (what the bottleneck attribution reads). ``group_identical`` simulates SM groups with
     identical work once, standing for all of them; turn it off to simulate every SM (slower; the two
     agree, which a test checks). ``max_events`` bounds the events simulated in detail (simulated
     work, so the same on any machine); past it SimulationLimitExceeded is raised (None: no limit).
@@ -378,7 +382,7 @@ def simulate(
                             else 1.0)  # fmt: skip
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
-    if record:
+    if record is True:
         net.hbm_rate_samples, net.l2_rate_samples, net.read_rate_samples = [], [], []
     dynamic = _dynamic_names(sched, plan)
     work = start_budget(max_events)

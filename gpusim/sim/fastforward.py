@@ -46,7 +46,7 @@ from gpusim.sim.hardware import SimSM
 from gpusim.sim.interp import Cta, LoopFrame, RoleRunner, _span_label
 from gpusim.sim.memory import FlowNetwork, NetTimer, Port, Transfer, TransferDone
 from gpusim.sim.piecewise import periods_holding
-from gpusim.sim.servers import CoreTimer, FifoServer, JobDone, SharedTensorCore, Span, TensorJob
+from gpusim.sim.servers import CoreTimer, FifoServer, JobDone, SharedTensorCore, TensorJob
 from gpusim.sim.sync import (
     ChunkBuffer,
     CouplingGroup,
@@ -122,15 +122,14 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "rates",
             "net",
             "record_spans",
+            "span_labels",
             "servers",
             "ingress",
             "egress",
             "tensor_flops",
         }
     ),
-    FifoServer: frozenset(
-        {"env", "name", "rate_per_ns", "free_at_ns", "busy_ns", "work_done", "spans", "_last_span"}
-    ),
+    FifoServer: frozenset({"env", "name", "rate_per_ns", "free_at_ns", "busy_ns", "work_done", "spans"}),
     SharedTensorCore: frozenset(
         {
             "env",
@@ -1376,27 +1375,8 @@ def _holds_releases(entry: tuple, d: dict[str, int], periods: int) -> int:
 
 def _split_spans(server: FifoServer, start: float, shift: float) -> None:
     """A recorded busy span that crosses the jump continues after it (its end moves with time)."""
-    spans = server.spans
-    if not spans:
-        return
-    first = len(spans)  # the spans from here on end after the jump's start
-    while first > 0 and spans[first - 1].end_ns > start:
-        first -= 1
-    for span in reversed(spans[first:]):  # reversed: the split pieces are appended in the old order
-        if span.start_ns >= start:
-            span.start_ns += shift
-            span.end_ns += shift
-        else:
-            spans.append(Span(start + shift, span.end_ns + shift, span.name))
-            span.end_ns = start
-    # Spans are booked in order (a FIFO server's never overlap), so only the moved tail is out of
-    # order; sorting it alone gives the same list as a stable sort of the whole, which is the fallback.
-    tail = sorted(spans[first:], key=_span_start)
-    if first and tail and spans[first - 1].start_ns > tail[0].start_ns:
-        spans.sort(key=_span_start)
-    else:
-        spans[first:] = tail
-    server._last_span = None
+    if server.spans is not None:
+        server.spans.continue_after(start, shift)
 
 
 def _move_stage_callbacks(events: list[simpy.Event], moved: dict[int, Stage]) -> None:
@@ -1424,19 +1404,15 @@ def _shift_shared_core(core: SharedTensorCore, start: float, shift: float) -> No
         batch.issued_ns += shift
     if core.active:
         if core.spans is not None and start > core._busy_since:
-            core.spans.append(Span(core._busy_since, start, core._busy_label))
+            core.spans.append(core._busy_since, start, core._busy_label)
         core._busy_since = start + shift
-
-
-def _span_start(span: Span) -> float:
-    return span.start_ns
 
 
 def _shift_runner(r: RoleRunner, shift: float, opens: dict[int, int], moved: dict[int, Stage]) -> None:
     """After the loop frames moved: the variables, tile fields, ring cursors and held stages follow."""
     now = r.env.now - shift
     if r.spans is not None and not r.finished and r.pc is not None and r.op_start_ns < now:
-        r.spans.append((r.op_start_ns, now, _span_label(r.pc)))  # the op in progress, up to the jump
+        r.spans.append(r.op_start_ns, now, _span_label(r.pc))  # the op in progress, up to the jump
         r.op_start_ns = now
     r.op_start_ns += shift
     for f in r.frames:

@@ -14,6 +14,7 @@ from gpusim.dtypes import bytes_per_element
 from gpusim.errors import ScheduleRefused
 from gpusim.sim.memory import FlowNetwork, Port, Transfer
 from gpusim.sim.servers import COUPLING_LABEL, FifoServer, SharedTensorCore
+from gpusim.sim.spanlog import SpanLog
 
 PIPES = ("tensor", "fp32", "sfu", "cvt", "int", "issue", "lsu", "tmem")
 SUB_PARTITIONED_PIPES = ("fp32", "sfu", "cvt", "int", "issue")
@@ -139,6 +140,9 @@ class SimSM:
     rates: Rates
     net: FlowNetwork
     record_spans: bool = False
+    span_labels: bool = True
+    """Whether the agents' and ports' recorded spans keep what work they were (traces, timelines) or
+    only when they were busy (the attribution)."""
     servers: dict[str, FifoServer | SharedTensorCore] = field(default_factory=dict)
     ingress: Port | None = None
     egress: Port | None = None
@@ -149,20 +153,17 @@ class SimSM:
             if pipe in SUB_PARTITIONED_PIPES:
                 for smsp in range(self.smsps):
                     name = sub_server_name(pipe, smsp)
-                    self.servers[name] = FifoServer(
-                        self.env, name, 1.0, spans=[] if self.record_spans else None
-                    )
+                    self.servers[name] = FifoServer(self.env, name, 1.0, spans=self._span_log())
             elif pipe == "tensor" and self.rates.shared_tensor_core:
-                self.servers[pipe] = SharedTensorCore(self.env, pipe, spans=[] if self.record_spans else None)
+                self.servers[pipe] = SharedTensorCore(self.env, pipe, spans=self._span_log())
             else:
-                self.servers[pipe] = FifoServer(self.env, pipe, 1.0, spans=[] if self.record_spans else None)
+                self.servers[pipe] = FifoServer(self.env, pipe, 1.0, spans=self._span_log())
         cap = self.rates.port_bytes_per_ns
-        self.ingress = Port(
-            self.net, f"sm{self.index}.in", cap, self.weight, spans=[] if self.record_spans else None
-        )
-        self.egress = Port(
-            self.net, f"sm{self.index}.out", cap, self.weight, spans=[] if self.record_spans else None
-        )
+        self.ingress = Port(self.net, f"sm{self.index}.in", cap, self.weight, spans=self._span_log())
+        self.egress = Port(self.net, f"sm{self.index}.out", cap, self.weight, spans=self._span_log())
+
+    def _span_log(self) -> SpanLog | None:
+        return SpanLog(labelled=self.span_labels) if self.record_spans else None
 
     @property
     def smsps(self) -> int:

@@ -14,6 +14,7 @@ from gpusim.errors import InputError, quote
 from gpusim.schedule.program import Stmt
 from gpusim.sim.hardware import warps_per_smsp
 from gpusim.sim.limits import WorkBudget
+from gpusim.sim.spanlog import SpanLog
 from gpusim.sim.sync import (
     ChunkBuffer,
     Credit,
@@ -128,7 +129,7 @@ class RoleRunner:
         """How many of this replica's warps sit on each SM sub-partition."""
         self.name = f"{role.name}[{replica}]" if role.replicas > 1 else role.name
         self._lookahead: dict[tuple[int, int], list[Stmt]] = {}
-        self.spans: list[tuple[float, float, str]] | None = [] if cta.sm.record_spans else None
+        self.spans: SpanLog | None = SpanLog() if cta.sm.record_spans else None
         self.frames: list[LoopFrame] = []
         """The loops the role is in, outermost first (the fast-forward reads and advances them)."""
         self.work = cta.work
@@ -193,7 +194,7 @@ class RoleRunner:
                     self.op_start_ns = self.env.now
                     yield event
                     if self.spans is not None and self.env.now > self.op_start_ns:
-                        self.spans.append((self.op_start_ns, self.env.now, _span_label(stmt)))
+                        self.spans.append(self.op_start_ns, self.env.now, _span_label(stmt))
 
     def _key(self, kind: Any, expr: Any) -> tuple:
         """The memo key: what is evaluated and the values of every name it reads."""
@@ -325,7 +326,7 @@ class RoleRunner:
             self.op_start_ns = self.env.now
             yield event
             if self.spans is not None and self.env.now > self.op_start_ns:
-                self.spans.append((self.op_start_ns, self.env.now, f"turn {name}"))
+                self.spans.append(self.op_start_ns, self.env.now, f"turn {name}")
         yield from self._block(stmt.body)
         turnstile.pass_turn(self.replica)
 

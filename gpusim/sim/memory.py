@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import simpy
 
+from gpusim.sim.spanlog import SpanLog
+
 _EPS_BYTES = 1e-6
 
 
@@ -47,7 +49,7 @@ class Port:
     queue: deque[Transfer] = field(default_factory=deque)
     busy_ns: float = 0.0
     bytes_moved: float = 0.0
-    spans: list[tuple[float, float, str]] | None = None
+    spans: SpanLog | None = None
     _head_since: float = 0.0
 
     def submit(self, transfer: Transfer) -> None:
@@ -67,7 +69,7 @@ class Port:
         self.busy_ns += now - self._head_since
         self.bytes_moved += transfer.bytes
         if self.spans is not None:
-            self.spans.append((self._head_since, now, "store" if transfer.is_write else "load"))
+            self.spans.append(self._head_since, now, "store" if transfer.is_write else "load")
         if self.queue:
             self._head_since = now
             self.net.activate(self.queue[0])

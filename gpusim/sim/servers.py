@@ -12,14 +12,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-
-@dataclass(slots=True)
-class Span:
-    """A busy interval on an agent, for traces and timelines."""
-
-    start_ns: float
-    end_ns: float
-    name: str
+from gpusim.sim.spanlog import SpanLog
 
 
 @dataclass(slots=True)
@@ -32,8 +25,7 @@ class FifoServer:
     free_at_ns: float = 0.0
     busy_ns: float = 0.0
     work_done: float = 0.0
-    spans: list[Span] | None = None
-    _last_span: Span | None = field(default=None, repr=False)
+    spans: SpanLog | None = None
 
     def reserve(
         self, amount: float, earliest_ns: float | None = None, label: str = ""
@@ -48,12 +40,7 @@ class FifoServer:
         self.busy_ns += duration
         self.work_done += amount
         if self.spans is not None and duration > 0:
-            last = self._last_span
-            if last is not None and last.name == label and abs(last.end_ns - start) < 1e-6:
-                last.end_ns = end
-            else:
-                self._last_span = Span(start, end, label)
-                self.spans.append(self._last_span)
+            self.spans.extend_or_add(start, end, label)
         return start, end
 
     def serve(self, amount: float, label: str = "", extra_latency_ns: float = 0.0) -> simpy.Event:
@@ -137,7 +124,7 @@ class SharedTensorCore:
     coupled_ns: float = 0.0
     """Tensor-core time held by CUDA-core/SFU work on the same sub-partitions (``COUPLING_LABEL`` jobs):
     neither busy nor idle."""
-    spans: list[Span] | None = None
+    spans: SpanLog | None = None
     _last_update: float = 0.0
     _version: int = 0
     _busy_since: float = 0.0
@@ -238,7 +225,7 @@ class SharedTensorCore:
             if self.batches:
                 self.active = [q[0] for q in self.batches[0].queues.values()]
         if not self.active and self.spans is not None:
-            self.spans.append(Span(self._busy_since, self.env.now, self._busy_label))
+            self.spans.append(self._busy_since, self.env.now, self._busy_label)
         self._reschedule()
         for job in finished:
             if job.latency_ns > 0:
