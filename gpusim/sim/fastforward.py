@@ -123,6 +123,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "net",
             "record_spans",
             "span_labels",
+            "_cuda_plans",
             "servers",
             "ingress",
             "egress",

@@ -14,7 +14,7 @@ from gpusim.dtypes import bytes_per_element
 from gpusim.errors import ScheduleRefused
 from gpusim.sim.memory import FlowNetwork, Port, Transfer
 from gpusim.sim.servers import COUPLING_LABEL, FifoServer, SharedTensorCore
-from gpusim.sim.spanlog import SpanLog
+from gpusim.sim.spanlog import BusyLog, SpanLog
 
 PIPES = ("tensor", "fp32", "sfu", "cvt", "int", "issue", "lsu", "tmem")
 SUB_PARTITIONED_PIPES = ("fp32", "sfu", "cvt", "int", "issue")
@@ -25,12 +25,6 @@ drives only its SMSP's share. ``servers`` holds one server per SMSP for these (`
 def sub_server_name(pipe: str, smsp: int) -> str:
     """The name of SMSP ``smsp``'s server of ``pipe``."""
     return f"{pipe}.{smsp}"
-
-
-_SUB_SERVER_NAMES = {
-    pipe: tuple(sub_server_name(pipe, j) for j in range(8)) for pipe in SUB_PARTITIONED_PIPES
-}
-"""``sub_server_name`` of the first SMSPs, looked up instead of formatted on every CUDA-core op."""
 
 
 def warps_per_smsp(first_warp: int, warps: int, smsps: int) -> tuple[int, ...]:
@@ -162,8 +156,13 @@ class SimSM:
         self.ingress = Port(self.net, f"sm{self.index}.in", cap, self.weight, spans=self._span_log())
         self.egress = Port(self.net, f"sm{self.index}.out", cap, self.weight, spans=self._span_log())
 
-    def _span_log(self) -> SpanLog | None:
-        return SpanLog(labelled=self.span_labels) if self.record_spans else None
+    _cuda_plans: dict[tuple[int, tuple[int, ...]], _CudaPlan] = field(default_factory=dict, repr=False)
+    """The servers and rates of each CUDA-core op shape (mix, warps per SMSP) met so far."""
+
+    def _span_log(self) -> BusyLog | None:
+        if not self.record_spans:
+            return None
+        return SpanLog() if self.span_labels else BusyLog()
 
     @property
     def smsps(self) -> int:
@@ -318,34 +317,62 @@ class SimSM:
         a quarter of the SM's rate (its own pipes and warp scheduler). Ends when the busiest is done.
         With pipe coupling (G1) the op also holds its sub-partitions' share of the tensor core for the
         coupling times its time (a job queued by ``owner`` like its MMA groups; nothing waits on it)."""
-        r = self.rates
-        demands = (
-            ("fp32", elems * mix.get("fp32", 0.0) / r.fp32_ops_per_ns),
-            ("sfu", elems * mix.get("ex2", 0.0) / r.ex2_per_ns),
-            ("cvt", elems * mix.get("cvt", 0.0) / r.cvt_per_ns),
-            ("int", elems * mix.get("int", 0.0) / r.int_per_ns),
-            ("issue", elems * sum(mix.values()) / r.issue_lane_ops_per_ns),
-        )
-        warps = sum(smsp_warps)
-        smsps = len(smsp_warps)
-        servers = self.servers
+        plan = self._cuda_plans.get((id(mix), smsp_warps))
+        if plan is None or plan.mix is not mix:
+            plan = self._cuda_plans[(id(mix), smsp_warps)] = _CudaPlan.of(self, mix, smsp_warps)
+        warps, smsps = plan.warps, plan.smsps
         now = end = self.env.now
-        for pipe, duration in demands:
+        longest = 0.0
+        for per_element, rate, shares in plan.pipes:
+            duration = elems * per_element / rate
             if duration <= 0:
                 continue
-            names = _SUB_SERVER_NAMES[pipe]
-            for smsp, count in enumerate(smsp_warps):
-                if count:
-                    name = names[smsp] if smsp < len(names) else sub_server_name(pipe, smsp)
-                    _, finish = servers[name].reserve(duration * smsps * count / warps, now, label)
-                    if finish > end:  # max(end, finish)
-                        end = finish
-        if r.tensor_cuda_coupling > 0:
-            longest = max(duration for _, duration in demands)
-            used = sum(1 for count in smsp_warps if count)
-            core = servers["tensor"]
-            core.submit(r.tensor_cuda_coupling * longest, owner, COUPLING_LABEL, cap=used / smsps)  # type: ignore[union-attr]
+            if duration > longest:
+                longest = duration
+            for server, count in shares:
+                _, finish = server.reserve(duration * smsps * count / warps, now, label)
+                if finish > end:  # max(end, finish)
+                    end = finish
+        coupling = self.rates.tensor_cuda_coupling
+        if coupling > 0:
+            core = self.servers["tensor"]
+            core.submit(coupling * longest, owner, COUPLING_LABEL, cap=plan.used_smsps / smsps)  # type: ignore[union-attr]
         return self.env.timeout(end - self.env.now)
+
+
+@dataclass(frozen=True, slots=True)
+class _CudaPlan:
+    """What a CUDA-core op of one mix on one set of warps books, worked out once: per pipe with work, the
+    ops per element, the pipe's rate and the sub-partition servers with their warp counts."""
+
+    mix: Mapping[str, float]
+    warps: int
+    smsps: int
+    used_smsps: int
+    pipes: tuple[tuple[float, float, tuple[tuple[FifoServer, int], ...]], ...]
+
+    @classmethod
+    def of(cls, sm: SimSM, mix: Mapping[str, float], smsp_warps: tuple[int, ...]) -> _CudaPlan:
+        r = sm.rates
+        per_pipe = (
+            ("fp32", mix.get("fp32", 0.0), r.fp32_ops_per_ns),
+            ("sfu", mix.get("ex2", 0.0), r.ex2_per_ns),
+            ("cvt", mix.get("cvt", 0.0), r.cvt_per_ns),
+            ("int", mix.get("int", 0.0), r.int_per_ns),
+            ("issue", sum(mix.values()), r.issue_lane_ops_per_ns),
+        )
+        pipes = []
+        for pipe, per_element, rate in per_pipe:
+            if per_element == 0:
+                continue  # no work on this pipe whatever the element count
+            shares = tuple(
+                (sm.servers[sub_server_name(pipe, smsp)], count)
+                for smsp, count in enumerate(smsp_warps)
+                if count
+            )
+            pipes.append((per_element, rate, shares))
+        used = sum(1 for count in smsp_warps if count)
+        return cls(mix, sum(smsp_warps), len(smsp_warps), used, tuple(pipes))  # type: ignore[arg-type]
 
 
 def issued_tensor_flops(sms: Iterable[SimSM]) -> float:

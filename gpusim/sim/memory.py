@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from gpusim.sim.spanlog import SpanLog
+from gpusim.sim.spanlog import BusyLog
 
 _EPS_BYTES = 1e-6
 
@@ -49,7 +49,7 @@ class Port:
     queue: deque[Transfer] = field(default_factory=deque)
     busy_ns: float = 0.0
     bytes_moved: float = 0.0
-    spans: SpanLog | None = None
+    spans: BusyLog | None = None
     _head_since: float = 0.0
 
     def submit(self, transfer: Transfer) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from gpusim.sim.spanlog import SpanLog
+from gpusim.sim.spanlog import BusyLog
 
 
 @dataclass(slots=True)
@@ -25,7 +25,7 @@ class FifoServer:
     free_at_ns: float = 0.0
     busy_ns: float = 0.0
     work_done: float = 0.0
-    spans: SpanLog | None = None
+    spans: BusyLog | None = None
 
     def reserve(
         self, amount: float, earliest_ns: float | None = None, label: str = ""
@@ -124,7 +124,7 @@ class SharedTensorCore:
     coupled_ns: float = 0.0
     """Tensor-core time held by CUDA-core/SFU work on the same sub-partitions (``COUPLING_LABEL`` jobs):
     neither busy nor idle."""
-    spans: SpanLog | None = None
+    spans: BusyLog | None = None
     _last_update: float = 0.0
     _version: int = 0
     _busy_since: float = 0.0
