@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -96,3 +97,25 @@ def test_a_jump_moves_time_and_nothing_else(
     before = [s for s in spans if s[1] <= start]
     assert after[: len(before)] == before
     assert [a for a, _, _ in after] == sorted(a for a, _, _ in after)
+
+
+@pytest.mark.parametrize("name", ["gemm_ws_pingpong", "attn_fa3_fwd", "mla_decode_flashmla"])
+def test_the_attribution_reads_the_same_from_busy_intervals_as_from_a_full_recording(name: str) -> None:
+    """An attribution-only run records agents and ports without labels and no samples; its attribution
+    and its SM end times are those of a fully recorded run."""
+    from test_golden import PROBLEMS
+
+    import gpusim
+    from gpusim.report.attribution import attribute
+    from gpusim.report.timeline import sm_end_ns
+    from gpusim.sim.engine import simulate
+
+    full = gpusim.predict(name, record=True, **PROBLEMS[name]).timeline
+    busy = simulate(full.sched, full.arch, record="spans")
+    assert type(busy.sms[0].servers["fp32.0"].spans) is BusyLog
+    assert type(full.sms[0].servers["fp32.0"].spans) is SpanLog
+    assert busy.net.hbm_rate_samples is None and full.net.hbm_rate_samples is not None
+    assert attribute(busy) == attribute(full)
+    assert [sm_end_ns(busy, i) for i in range(len(busy.sms))] == [
+        sm_end_ns(full, i) for i in range(len(full.sms))
+    ]
