@@ -103,3 +103,26 @@ def test_measure_without_gpu_exits_2(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "GPU" in proc.stderr or "PyTorch" in proc.stderr
     assert not out.exists()
+
+
+def test_a_parameter_the_last_iteration_still_moved_is_reported() -> None:
+    """A fit that ran out of iterations says which parameters were still moving, and which moved by the
+    whole trust region (their optimum lies further out; no bound stopped them)."""
+    import math
+
+    import numpy as np
+
+    from gpusim.calibrate.fit import TRUST_LOG_STEP, _still_moving
+    from gpusim.calibrate.params import FitParam
+
+    params = [FitParam("tensor_cuda_overlap", 0.05, 1.0), FitParam("energy_scale", 0.4, 1.5),
+              FitParam("hbm_bandwidth_fraction", 0.5, 1.0)]  # fmt: skip
+    x = np.log([0.4066, 1.0, 0.74])
+    notes = _still_moving(params, x, np.array([-TRUST_LOG_STEP, 0.005, 0.1]))
+    assert len(notes) == 2
+    assert notes[0].startswith("tensor_cuda_overlap=0.4066 still moving down") and "not converged" in notes[0]
+    assert (
+        notes[1].startswith("hbm_bandwidth_fraction=0.74 still moving up") and "not converged" not in notes[1]
+    )
+    assert f"x{math.exp(0.1):.3g}" in notes[1]
+    assert _still_moving(params, x, np.zeros(3)) == []

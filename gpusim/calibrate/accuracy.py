@@ -197,7 +197,13 @@ def calibration_lines() -> list[str]:
             f"{fam} {_f(st.get('median_abs_pct'))} / {_f(st.get('p90_abs_pct'))} ({st.get('n', '-')})"
             for fam, st in cv.items() if isinstance(st, dict) and fam != "all"
         ) or "-"  # fmt: skip
-        bound = "; ".join(str(b).split(";")[0] for b in prov.get("at_bound") or []) or "none"
+        bound = (
+            "; ".join(
+                [str(b).split(";")[0] for b in prov.get("at_bound") or []]
+                + [str(b).split(" (")[0] for b in prov.get("not_converged") or []]
+            )
+            or "none"
+        )
         lines.append(
             f"| {path.stem} | {clock} | {fitted} | {prov.get('rows_used', '-')} | {families} | {bound} |"
         )

@@ -40,6 +40,9 @@ from gpusim.sim.power import ClockStart
 PRIOR_WEIGHT = 0.05
 STEP = 0.10
 MAX_ITERS = 3
+TRUST_LOG_STEP = 0.3
+"""How far (in log) one iteration may move a multiplicative parameter: the linearisation around the
+current point is believed that far (x0.74 .. x1.35)."""
 FIT_BUDGET_US: float | None = None
 """Optional cap on the measured GPU time (us) the fit rows may add up to, times (parameters + 1) x
 iterations. None: every usable row is fitted (the fast-forward makes a prediction's cost independent
@@ -151,9 +154,9 @@ def _solve(rows: list[FitRow], mult: list[FitParam], add: FitParam | None, xc: n
     hi = np.array([math.log(p.hi) for p in mult] + ([add.hi] if add else []))
     meas = np.log([r.measured_us for r in rows])
     scale = np.array([1.0] * len(mult) + ([1000.0] if add else []))
-    # a trust region: one linearisation is believed within +-30% of each multiplicative parameter
-    lo = np.maximum(lo, np.concatenate([xc[: len(mult)] - 0.3, lo[len(mult) :]]))
-    hi = np.minimum(hi, np.concatenate([xc[: len(mult)] + 0.3, hi[len(mult) :]]))
+    # a trust region: one linearisation is believed within TRUST_LOG_STEP of each multiplicative parameter
+    lo = np.maximum(lo, np.concatenate([xc[: len(mult)] - TRUST_LOG_STEP, lo[len(mult) :]]))
+    hi = np.minimum(hi, np.concatenate([xc[: len(mult)] + TRUST_LOG_STEP, hi[len(mult) :]]))
 
     def resid(z: np.ndarray) -> np.ndarray:
         x = z * scale
@@ -191,6 +194,22 @@ def _within_budget(rows: list[FitRow], n_params: int) -> list[FitRow]:
             kept.append(fr)
             spent += cost
     return sorted(kept, key=lambda fr: fr.m.index)
+
+
+def _still_moving(mult: list[FitParam], x: np.ndarray, last_step: np.ndarray) -> list[str]:
+    """The multiplicative parameters the last iteration still moved (the fit stopped at MAX_ITERS, not at
+    a fixed point): their optimum lies further that way, by at least as much again where the step was
+    the whole trust region."""
+    out = []
+    for i, p in enumerate(mult):
+        step = float(last_step[i]) if i < len(last_step) else 0.0
+        if abs(step) < 0.01:
+            continue
+        whole = abs(step) >= TRUST_LOG_STEP - 1e-6
+        out.append(f"{p.name}={math.exp(float(x[i])):.4g} still moving {'down' if step < 0 else 'up'} "
+                   f"(x{math.exp(step):.3g} in the last of {MAX_ITERS} iterations"
+                   + (", the whole trust region: not converged" if whole else "") + ")")  # fmt: skip
+    return out
 
 
 def _values(x: np.ndarray, mult: list[FitParam], add: FitParam | None) -> dict[str, float]:
@@ -316,6 +335,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
             )
     x = x0.copy()
     iterations = 0
+    last_step = np.zeros(len(mult))
     while iterations < MAX_ITERS:
         iterations += 1
         point = _values(x, mult, add)
@@ -345,6 +365,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
                 fr.elasticity[j] = (math.log(max(t - launch_c_us, 1e-9)) - math.log(k0)) / math.log(factor)
         x_new = _solve(fit_rows, mult, add, x, x0, launch_c_us)
         step = np.abs(x_new[: len(mult)] - x[: len(mult)])
+        last_step = x_new[: len(mult)] - x[: len(mult)]
         x = x_new
         if not len(step) or float(step.max()) < 0.01:
             break
@@ -415,6 +436,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
         "model_known": sorted(MECHANISMS),
         "bounds": {p.name: [round(p.lo, 4), round(p.hi, 4)] for p in [*mult, *([add] if add else [])]},
         "at_bound": at_bound,
+        "not_converged": _still_moving(mult, x, last_step),
         "rows_used": len(fit_rows),
         "iterations": iterations,
         "rows_usable": n_usable,

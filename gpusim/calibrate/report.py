@@ -65,6 +65,8 @@ def calibrate_text(result: dict[str, Any]) -> str:
         lines.append(f"  {name} = {cal[name]} (bounds {lo}..{hi})")
     for b in prov["at_bound"]:
         lines.append(f"  AT BOUND: {b}")
+    for b in prov.get("not_converged") or []:
+        lines.append(f"  STILL MOVING: {b}")
     lines.append(f"  {'family':10s} {'rows':>5s} {'before med/p90 %':>18s} {'after med/p90 %':>18s} "
                  f"{'CV med/p90 %':>16s}")  # fmt: skip
     for fam in prov["error_before"]:
