@@ -202,7 +202,7 @@ class RoleRunner:
         if names is None:
             names = self.cta.memo[expr] = tuple(sorted(expr.names))
         get = self.vars.get
-        return (kind, expr, *[get(n) for n in names])
+        return (kind, expr, *map(get, names))
 
     def _keep(self, key: Any, expr: Any, value: Any) -> bool:
         """Keep a value of ``expr`` under ``key`` if it cannot change (it reads no dynamic name); whether
