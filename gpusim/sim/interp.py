@@ -228,8 +228,9 @@ class RoleRunner:
             _remember(memo, key, value)
         if self._keep(expr, expr, value):
             return value  # the fast-forward records only reads of dynamic names
-        if self.ff is not None:
-            self.ff.observe(self, expr, value)
+        ff = self.ff
+        if ff is not None and ff.logging:  # observe() records nothing while the fast-forward is not logging
+            ff.observe(self, expr, value)
         return value
 
     def count(self, stmt: Stmt, expr: Any, minimum: float = 0, whole: bool = True) -> int:
@@ -246,8 +247,9 @@ class RoleRunner:
             _remember(memo, key, value)
         if self._keep(constant, expr, value):
             return value
-        if self.ff is not None:
-            self.ff.observe(self, expr, value)
+        ff = self.ff
+        if ff is not None and ff.logging:  # observe() records nothing while the fast-forward is not logging
+            ff.observe(self, expr, value)
         return value
 
     def size(self, stmt: Stmt, expr: Any) -> float:
@@ -264,8 +266,9 @@ class RoleRunner:
             _remember(memo, key, value)
         if self._keep(constant, expr, value):
             return value
-        if self.ff is not None:
-            self.ff.observe(self, expr, value)
+        ff = self.ff
+        if ff is not None and ff.logging:  # observe() records nothing while the fast-forward is not logging
+            ff.observe(self, expr, value)
         return value
 
     # ---- control flow ----------------------------------------------------------------------------
