@@ -119,3 +119,15 @@ def test_the_attribution_reads_the_same_from_busy_intervals_as_from_a_full_recor
     assert [sm_end_ns(busy, i) for i in range(len(busy.sms))] == [
         sm_end_ns(full, i) for i in range(len(full.sms))
     ]
+
+
+def test_simulate_refuses_an_unknown_recording() -> None:
+    import gpusim
+    from gpusim.errors import InputError
+    from gpusim.sim.engine import simulate
+
+    run = gpusim.predict("gemm_ws_pingpong", record=True, M=512, N=512, K=512).timeline
+    with pytest.raises(InputError, match=r"record=.*expected True, False or 'spans'"):
+        simulate(run.sched, run.arch, record="timeline")  # type: ignore[arg-type]
+    with pytest.raises(InputError):
+        simulate(run.sched, run.arch, record=1)  # type: ignore[arg-type]

@@ -13,9 +13,11 @@ from gpusim.arch import Arch
 from gpusim.errors import (
     DeadlockError,
     HorizonReached,
+    InputError,
     ScheduleRefused,
     SimulationLimitExceeded,
     UnknownNameError,
+    quote,
 )
 from gpusim.mechanisms import mechanisms_of
 from gpusim.schedule.check import Budgets, check_schedule
@@ -358,6 +360,8 @@ def simulate(
     (and again past UNTIMED_REPLAY_AFTER_EVENTS if undecided and worth it), ``late`` only past that
     many events (a search among shipped schedules), ``none`` never (a re-simulation of a schedule
     already replayed)."""
+    if not (record is True or record is False or record == "spans"):
+        raise InputError(f"simulate: record={quote(repr(record))}: expected True, False or 'spans'")
     budgets = check_schedule(sched, arch)
     start = time.perf_counter()
     plan = plan_work(sched, arch, group_identical=group_identical)
