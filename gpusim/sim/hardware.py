@@ -141,6 +141,8 @@ class SimSM:
     ingress: Port | None = None
     egress: Port | None = None
     tensor_flops: float = 0.0
+    _cuda_plans: dict[tuple[int, tuple[int, ...]], _CudaPlan] = field(default_factory=dict, repr=False)
+    """The servers and rates of each CUDA-core op shape (mix, warps per SMSP) met so far."""
 
     def __post_init__(self) -> None:
         for pipe in PIPES:
@@ -155,9 +157,6 @@ class SimSM:
         cap = self.rates.port_bytes_per_ns
         self.ingress = Port(self.net, f"sm{self.index}.in", cap, self.weight, spans=self._span_log())
         self.egress = Port(self.net, f"sm{self.index}.out", cap, self.weight, spans=self._span_log())
-
-    _cuda_plans: dict[tuple[int, tuple[int, ...]], _CudaPlan] = field(default_factory=dict, repr=False)
-    """The servers and rates of each CUDA-core op shape (mix, warps per SMSP) met so far."""
 
     def _span_log(self) -> BusyLog | None:
         if not self.record_spans:
