@@ -22,13 +22,14 @@ class BusyLog:
     """Busy intervals ``(start_ns, end_ns)`` in the order they were recorded, without what the work was
     (read back with the label ``""``): a server busy without a break is one span whatever it did."""
 
-    __slots__ = ("_mergeable", "ends", "starts")
+    __slots__ = ("_mergeable_label", "ends", "starts")
 
     def __init__(self, spans: list[SpanTuple] | None = None) -> None:
         self.starts = array("d")
         self.ends = array("d")
-        self._mergeable = False
-        """Whether ``extend_or_add`` may lengthen the last span."""
+        self._mergeable_label: str | None = None
+        """The label of the last span ``extend_or_add`` may lengthen (None: it may lengthen none; a
+        ``BusyLog`` keeps no labels, so any label continues its ``""``)."""
         for start, end, label in spans or ():
             self.append(start, end, label)
 
@@ -36,17 +37,17 @@ class BusyLog:
         """Record one span (``label`` is not kept)."""
         self.starts.append(start_ns)
         self.ends.append(end_ns)
-        self._mergeable = False
+        self._mergeable_label = None
 
     def extend_or_add(self, start_ns: float, end_ns: float, label: str) -> None:
         """Lengthen the span this method recorded last when this one continues it, else record one."""
         ends = self.ends
-        if self._mergeable and abs(ends[-1] - start_ns) < _MERGE_TOLERANCE_NS:
+        if self._mergeable_label is not None and abs(ends[-1] - start_ns) < _MERGE_TOLERANCE_NS:
             ends[-1] = end_ns
             return
         self.starts.append(start_ns)
         ends.append(end_ns)
-        self._mergeable = True
+        self._mergeable_label = ""
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -68,7 +69,7 @@ class BusyLog:
         """Time jumped from ``start_ns`` by ``shift_ns`` (the fast-forward): spans that start at or after
         ``start_ns`` move with it, a span crossing it is cut there and its rest continues after the jump.
         The order by start time is kept (a stable sort of the moved tail)."""
-        self._mergeable = False
+        self._mergeable_label = None
         starts, ends, ids = self.starts, self.ends, self._label_ids()
         first = len(starts)  # the spans from here on end after the jump's start
         while first > 0 and ends[first - 1] > start_ns:
@@ -102,14 +103,12 @@ class BusyLog:
 class SpanLog(BusyLog):
     """Busy intervals with what they were: ``(start_ns, end_ns, label)``; each label is stored once."""
 
-    __slots__ = ("_label_index", "_mergeable_label", "label_ids", "labels")
+    __slots__ = ("_label_index", "label_ids", "labels")
 
     def __init__(self, spans: list[SpanTuple] | None = None) -> None:
         self.label_ids = array("I")
         self.labels: list[str] = []
         self._label_index: dict[str, int] = {}
-        self._mergeable_label: str | None = None
-        """The label of the last span ``extend_or_add`` may lengthen (None: it may lengthen none)."""
         super().__init__(spans)
 
     def _label_id(self, label: str) -> int:
@@ -144,10 +143,6 @@ class SpanLog(BusyLog):
 
     def __getitem__(self, index: int) -> SpanTuple:
         return self.starts[index], self.ends[index], self.labels[self.label_ids[index]]
-
-    def continue_after(self, start_ns: float, shift_ns: float) -> None:
-        super().continue_after(start_ns, shift_ns)
-        self._mergeable_label = None
 
 
 def _start(span: tuple[float, float, int]) -> float:
