@@ -224,6 +224,28 @@ def test_jumps_land_at_most_their_budget_of_chunks_and_stay_exact(monkeypatch: p
     assert bounded.skipped_events < unbounded.skipped_events  # some jump was cut
 
 
+def test_kept_reads_stay_within_their_budget_and_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``MAX_KEPT_READS`` the oldest checkpoints are forgotten with their reads: fewer jumps, same answer."""
+    from gpusim.sim import fastforward
+
+    problem = {"M": 8192, "N": 8192, "K": 1024}  # tile-level periods (8 waves of L2 misses) over ~3,700 reads
+    unbounded = _run("gemm_ws_pingpong", problem, exact=False)
+    budget = 300
+    monkeypatch.setattr(fastforward, "MAX_KEPT_READS", budget)
+    kept: list[int] = []
+    trim = fastforward.FastForward._trim_logs
+
+    def counted(self: fastforward.FastForward) -> None:
+        trim(self)
+        kept.append(sum(len(log) for _, log in self._logs))
+
+    monkeypatch.setattr(fastforward.FastForward, "_trim_logs", counted)
+    _assert_agree("gemm_ws_pingpong", problem)
+    bounded = _run("gemm_ws_pingpong", problem, exact=False)
+    assert kept and max(kept) <= budget
+    assert bounded.skipped_events < unbounded.skipped_events  # a long period was forgone
+
+
 def _strategy(name: str) -> st.SearchStrategy[dict[str, Any]]:
     """The schedule's random problems; a schedule without its own strategy yet runs its golden problem."""
     if name in PROBLEMS:

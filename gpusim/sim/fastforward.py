@@ -75,6 +75,11 @@ recorded, for a number of checkpoints that starts at ``_FIRST_SLEEP`` and double
 while the run stays fruitless (a jump resets it). Exact either way: sleeping only forgoes jumps."""
 _FIRST_SLEEP = 32
 _MAX_SLEEP = 1024
+MAX_KEPT_READS = 100_000
+"""Recorded reads (entries of the per-interval logs) kept for checks against older checkpoints. Past it the
+oldest kept checkpoints are forgotten with the reads logged before them, so memory stays bounded when a
+tile loop's history spans many long tiles (FA3 forward at 128k kept 360,000 reads, ~90 MB, for one
+1-tile period). Exact either way: forgetting a checkpoint only forgoes a period that would start at it."""
 MAX_JUMP_LANDINGS = 250_000
 """Chunk-buffer landings (gpusim/sim/sync.py ``ChunkBuffer``) the jumps of one simulation may add. A
 buffer keeps every landed tag (a wait may name any of them) and a jump adds the skipped periods'
@@ -629,13 +634,19 @@ class FastForward:
         self._stale = False
 
     def _trim_logs(self) -> None:
-        """Forget the reads of intervals older than every checkpoint still in the history."""
-        if not self._history:
-            self._logs.clear()
-            return
-        oldest = min(h[0].seq for h in self._history.values() if h)
-        while self._logs and self._logs[0][0] <= oldest:
-            self._logs.pop(0)
+        """Forget the reads of intervals older than every checkpoint still in the history, and the oldest
+        checkpoints while the reads kept for them exceed ``MAX_KEPT_READS``."""
+        while True:
+            kept = [h for h in self._history.values() if h]
+            if not kept:
+                self._logs.clear()
+                return
+            oldest = min(h[0].seq for h in kept)
+            while self._logs and self._logs[0][0] <= oldest:
+                self._logs.pop(0)
+            if sum(len(log) for _, log in self._logs) <= MAX_KEPT_READS:
+                return
+            min(kept, key=lambda h: h[0].seq).pop(0)
 
     def _cheap_key(self) -> tuple:
         """Where every role is and how full every ring and port is: equal in any two repeating states."""
