@@ -177,3 +177,21 @@ def test_sparse_fp8_decode_dequantizes_at_the_deep_dives_rate_and_crossover_halv
     assert "CUDA-core" in alone.verdict and "tensor" in crossover.verdict
     with pytest.raises(ScheduleRefused, match="wgmma"):
         _predict("mla_decode_flashmla_sparse_fp8", B200, **problem)
+
+
+def test_sparse_fp8_decode_leaves_its_split_to_the_combine_kernel_with_the_same_split() -> None:
+    """FOLD_COMBINE=0: the sparse decode writes partials and mla_combine (SPARSE=1) merges exactly the
+    segments the decode's metadata split (csrc/api/sparse_decode.h runs the shared combine kernel)."""
+    problem = {"batch": 5, "heads": 128, "seqlen_q": 2}
+    decode = load_schedule("mla_decode_flashmla_sparse_fp8", H800, {**problem, "topk": 4096})
+    combine = load_schedule("mla_combine", H800, {**problem, "seqlen_kv": 4096, "SPARSE": 1})
+    assert combine.env["PARTS"] == decode.env["PARTS"] == 132 // 2 // 2
+    parts = splitkv_balanced_parts([decode.env["KV_BLOCKS"]] * 5, decode.env["PARTS"], 5)
+    split = [seg for segs in parts for seg in segs if seg.n_splits > 1]
+    assert split and combine.env["SPLIT_SEGMENTS"] == len(split)
+    folded = _predict("mla_decode_flashmla_sparse_fp8", H800, topk=4096, **problem)
+    alone = _predict("mla_decode_flashmla_sparse_fp8", H800, topk=4096, FOLD_COMBINE=0, **problem)
+    merged = _predict("mla_combine", H800, seqlen_kv=4096, SPARSE=1, **problem)
+    assert alone.time_us < folded.time_us and merged.time_us > 0
+    dense = load_schedule("mla_combine", H800, {**problem, "seqlen_kv": 4096})
+    assert dense.env["PARTS"] == 132 // 1 // 4  # the dense decode folds s_q into the heads' rows
