@@ -21,7 +21,8 @@ from gpusim.schedule.ir import Schedule
 from gpusim.sim.engine import SimRun, simulate
 from gpusim.sim.gcpolicy import fewer_collections
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
-from gpusim.sim.power import ClockStart, sustained_clock
+from gpusim.sim.hardware import issued_tensor_flops
+from gpusim.sim.power import ClockStart, issues_tensor_work, sustained_clock
 
 _SIMULATE_TAKES_EXACT = "exact" in inspect.signature(simulate).parameters
 
@@ -113,6 +114,26 @@ def _check_work_done(sched: Any, arch: Any, kernel_tflops: float) -> None:
         )
 
 
+ISSUED_FLOPS_TOLERANCE = 1e-6
+"""Relative shortfall of the tensor FLOPs a kernel issued against its problem's count that is rounding."""
+
+
+def _check_tensor_work_issued(run: SimRun) -> None:
+    """Refuse a kernel with MMAs that issued fewer tensor FLOPs than its problem counts: an override made the
+    schedule skip work (``--set KT=0`` runs no mainloop yet reports the problem's FLOPs). Every shipped
+    schedule issues at least the FLOPs it counts (padding and causal diagonals issue more)."""
+    sched = run.sched
+    if sched.flops <= 0 or not issues_tensor_work(sched):
+        return
+    issued = issued_tensor_flops(run.sms)
+    if issued < sched.flops * (1 - ISSUED_FLOPS_TOLERANCE):
+        raise InputError(
+            f"{sched.name} on {run.arch.id}: the kernel issued {issued:.4g} tensor FLOPs of the {sched.flops:.4g} "
+            f"its problem counts ({issued / sched.flops:.1%}): the schedule skips work (a loop count, tile or "
+            f"MMA size set too small?)"
+        )
+
+
 def summarize(
     run: SimRun, *, keep_timeline: bool = False, attributed: bool = True, interval_name: str | None = None
 ) -> Prediction:
@@ -166,6 +187,7 @@ def summarize(
             params[key] = sched.env[key]
     time_us = total_ns / 1000
     _check_work_done(sched, arch, sched.flops / kernel_ns / 1e3)
+    _check_tensor_work_issued(run)
     return Prediction(
         schedule=sched.name,
         arch=arch.id,

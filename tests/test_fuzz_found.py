@@ -77,6 +77,14 @@ def test_a_loop_count_of_zero_cannot_report_impossible_tflops() -> None:
         gpusim.predict("gemm_ws_pingpong", "h100", M=2048, N=2048, K=2048, KT=0, costs="datasheet")
 
 
+@pytest.mark.parametrize("kt", [0, 2])
+def test_a_short_mainloop_is_refused_even_where_launch_overhead_hides_its_speed(kt: int) -> None:
+    """256^3 with KT=0 ran no mainloop and reported 7.6 TFLOPS (launch-bound, so under the peak check)."""
+    with pytest.raises(InputError, match=rf"issued .* tensor FLOPs of the .* its problem counts \({kt * 25}\.0%\)"):
+        gpusim.predict("gemm_ws_pingpong", "h100", M=256, N=256, K=256, KT=kt)
+    assert gpusim.predict("gemm_ws_pingpong", "h100", M=256, N=256, K=256, KT=4).time_us > 0
+
+
 def test_an_mma_of_size_zero_is_refused(tmp_path: Path) -> None:
     text = (schedules_dir() / "gemm_ws_pingpong.yaml").read_text()
     assert "mnk: [BM, BN, BK]" in text
