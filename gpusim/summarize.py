@@ -20,8 +20,8 @@ from gpusim.result import Prediction
 from gpusim.schedule.ir import Schedule
 from gpusim.sim.engine import SimRun, simulate
 from gpusim.sim.gcpolicy import fewer_collections
-from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.sim.hardware import issued_tensor_flops
+from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.sim.power import ClockStart, issues_tensor_work, sustained_clock
 
 _SIMULATE_TAKES_EXACT = "exact" in inspect.signature(simulate).parameters

@@ -80,7 +80,9 @@ def test_a_loop_count_of_zero_cannot_report_impossible_tflops() -> None:
 @pytest.mark.parametrize("kt", [0, 2])
 def test_a_short_mainloop_is_refused_even_where_launch_overhead_hides_its_speed(kt: int) -> None:
     """256^3 with KT=0 ran no mainloop and reported 7.6 TFLOPS (launch-bound, so under the peak check)."""
-    with pytest.raises(InputError, match=rf"issued .* tensor FLOPs of the .* its problem counts \({kt * 25}\.0%\)"):
+    with pytest.raises(
+        InputError, match=rf"issued .* tensor FLOPs of the .* its problem counts \({kt * 25}\.0%\)"
+    ):
         gpusim.predict("gemm_ws_pingpong", "h100", M=256, N=256, K=256, KT=kt)
     assert gpusim.predict("gemm_ws_pingpong", "h100", M=256, N=256, K=256, KT=4).time_us > 0
 
