@@ -273,3 +273,28 @@ def test_raster_may_be_an_expression_giving_one_of_the_orders(tmp_path: Path) ->
     wrong = _variant(tmp_path, words, words.replace("along_m", "\"'diagonal'\""), name="wrong.yaml")
     with pytest.raises(InputError, match=r"launch.scheduler.raster: .*got diagonal"):
         gpusim.predict(wrong, "h100", attribute=False)
+
+
+def test_requires_refuses_values_that_break_a_condition_with_the_values_it_read(tmp_path: Path) -> None:
+    path = _variant(tmp_path, "requires:\n", "requires:\n  even_k: {check: K % 128 == 0, why: whole 128-wide k-blocks}\n")
+    assert gpusim.predict(path, "h100", M=256, N=256, K=512, costs="datasheet").time_us > 0
+    with pytest.raises(InputError, match=r"requires\.even_k: K % 128 == 0 does not hold \(whole 128-wide "
+                                         r"k-blocks\); here K=520"):  # fmt: skip
+        gpusim.predict(path, "h100", M=256, N=256, K=520, costs="datasheet")
+
+
+def test_requires_of_a_part_apply_and_merge_by_name(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"requires\.gqa_groups: .* here heads=16, heads_kv=5"):
+        load_schedule("attn_fa3_fwd", load_arch("h100"), {"heads": 16, "heads_kv": 5})
+    with pytest.raises(InputError, match=r"requires\.epilogue_tile: .* EPI_M=48"):
+        load_schedule("gemm_ws_cooperative", load_arch("h100"), {"EPI_M": 48})
+    cooperative = (schedules_dir() / "gemm_ws_cooperative.yaml").read_text()
+    lifted = tmp_path / "lifted.yaml"
+    lifted.write_text(cooperative + "requires: {epilogue_tile: null}\n")
+    assert load_schedule(str(lifted), load_arch("h100"), {"EPI_M": 48}).env["EPI_M"] == 48
+
+
+def test_a_requires_check_that_cannot_be_evaluated_names_its_field(tmp_path: Path) -> None:
+    path = _variant(tmp_path, "requires:\n", "requires:\n  bad: {check: KK > 0}\n")
+    with pytest.raises(InputError, match=r"requires\.bad\.check: .*'KK'"):
+        load_schedule(path, load_arch("h100"), {})

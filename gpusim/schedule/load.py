@@ -144,6 +144,19 @@ def _eval(expr: Any, env: dict[str, Any], where: str) -> Any:
         raise InputError(message if message.startswith(where) else f"{where}: {message}") from None
 
 
+def _check_requires(spec: ScheduleSpec, env: dict[str, Any], src: str) -> None:
+    """Refuse problem and parameter values that break one of the schedule's ``requires:`` conditions,
+    naming the condition, why it matters and the values it read."""
+    for name, req in spec.requires.items():
+        where = f"{src}: requires.{name}"
+        if _eval(req.check, env, f"{where}.check"):
+            continue
+        expr = as_expr(req.check)
+        read = ", ".join(f"{key}={env[key]}" for key in sorted(expr.names) if key in env)
+        why = f" ({quote(req.why, 120)})" if req.why else ""
+        raise InputError(f"{where}: {quote(str(req.check), 120)} does not hold{why}; here {read}")
+
+
 def _int(value: Any, where: str, minimum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(
@@ -280,6 +293,7 @@ def resolve(spec: ScheduleSpec, arch: Arch, overrides: dict[str, Any], path: Pat
         if key not in overrides and isinstance(env.get(key), str):
             section = "problem" if key in spec.problem else "params"
             _check_choice(spec, key, env[key], where=f"{src}: {section}.{key}")
+    _check_requires(spec, env, src)
     launch = _resolve_launch(spec, env, src)
     env["cluster_size"] = launch.cluster_size
     barriers = {

@@ -170,6 +170,16 @@ class MetricsSpec(_Model):
     """Dtype whose tensor peak bounds the time (default: the problem dtype)."""
 
 
+class RequireSpec(_Model):
+    """A condition the problem and parameters must meet for the kernel to exist (as a library's
+    ``can_implement``): a tile that divides its epilogue's, query heads grouped evenly over KV heads."""
+
+    check: ExprLike
+    """An expression over problem and param symbols that must be true."""
+    why: str = ""
+    """What breaks otherwise, in a few words (quoted in the refusal)."""
+
+
 class ScheduleSpec(_Model):
     """A whole schedule file."""
 
@@ -189,6 +199,9 @@ class ScheduleSpec(_Model):
     choices: dict[str, list[str]] = Field(default_factory=dict)
     """The words a word-valued problem or param symbol may take (``choices: {op: [copy, scale]}``); any
     other value given with ``--set`` or in a measured row is refused, naming the closest."""
+    requires: dict[str, RequireSpec] = Field(default_factory=dict)
+    """Named conditions on the problem and parameters (``requires: {gqa: {check: heads % heads_kv == 0,
+    why: ...}}``); a value that breaks one is refused with the values it read."""
     mixes: dict[str, dict[InstrClass, OpsPerElement]] = Field(default_factory=dict)
     """CUDA-core instruction mixes: ops per element by class (fp32, ex2, cvt, int)."""
     metrics: MetricsSpec = MetricsSpec()
