@@ -276,7 +276,9 @@ def test_raster_may_be_an_expression_giving_one_of_the_orders(tmp_path: Path) ->
 
 
 def test_requires_refuses_values_that_break_a_condition_with_the_values_it_read(tmp_path: Path) -> None:
-    path = _variant(tmp_path, "requires:\n", "requires:\n  even_k: {check: K % 128 == 0, why: whole 128-wide k-blocks}\n")
+    path = _variant(
+        tmp_path, "requires:\n", "requires:\n  even_k: {check: K % 128 == 0, why: whole 128-wide k-blocks}\n"
+    )
     assert gpusim.predict(path, "h100", M=256, N=256, K=512, costs="datasheet").time_us > 0
     with pytest.raises(InputError, match=r"requires\.even_k: K % 128 == 0 does not hold \(whole 128-wide "
                                          r"k-blocks\); here K=520"):  # fmt: skip
