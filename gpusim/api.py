@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpusim.arch import Arch, builtin_arch_ids
+from gpusim.arch import Arch, builtin_arch_ids, validated
 from gpusim.arch import load_arch as _load_arch_file
 from gpusim.autotune import default_problem as auto_default_problem
 from gpusim.autotune import is_auto, search
@@ -61,7 +61,7 @@ def load_arch(arch: ArchLike, *, costs: str | Path = "calibrated") -> Arch:
     """An arch with the costs ``costs`` names: ``"calibrated"`` (the overlay ``gpusim calibrate``
     wrote, else the shipped one, else the datasheet), ``"datasheet"``, or an overlay file's path.
     ``arch.calibration.origin`` says which; ``provenance["overlay_file"]`` names the file."""
-    base = arch if isinstance(arch, Arch) else _load_arch_file(arch)
+    base = validated(arch) if isinstance(arch, Arch) else _load_arch_file(arch)
     return with_costs(base, costs)
 
 

@@ -648,6 +648,14 @@ def resolve_arch_id(name: str) -> str:
     raise UnknownNameError("arch", name, builtin_arch_ids())
 
 
+def validated(arch: Arch) -> Arch:
+    """``arch`` after checking every field again: ``model_copy(update=...)`` skips pydantic's validation,
+    so an instance handed to the API may hold any value (a NaN bandwidth, a text SM count). Returns
+    ``arch`` itself; raises InputError naming the first bad field."""
+    Arch.model_validate(arch.model_dump(warnings=False))
+    return arch
+
+
 def load_arch(name_or_path: str | Path) -> Arch:
     """An arch by id, alias, or path of a user's YAML file, with the costs its file writes (datasheet).
 

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from gpusim.arch import Arch
+from gpusim.arch import Arch, validated
 from gpusim.comparison import Comparison
 from gpusim.errors import InputError, kind_of
 from gpusim.result import Prediction
@@ -28,7 +28,7 @@ def _checked_prediction(p: Any, what: str = "p") -> Prediction:
 def _checked_arch(arch: Any) -> Arch:
     if not isinstance(arch, Arch):
         raise InputError(f"arch: expected a gpusim.Arch (from gpusim.load_arch), got {kind_of(arch)}")
-    return arch
+    return validated(arch)
 
 
 def _checked_path(path: Any, option: str, suffixes: tuple[str, ...]) -> Path:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusim.arch import Arch
+from gpusim.arch import Arch, validated
 from gpusim.errors import InputError, LimitExceeded, ScheduleRefused, UnknownNameError, override_name, quote
 from gpusim.result import Prediction
 from gpusim.schedule.expr import ExprError, as_expr
@@ -271,7 +271,7 @@ def predict_sequence(
         raise InputError(
             f"{override_name(unknown[0])}: not a symbol of {seq.source} (its problem: {', '.join(seq.problem)})"
         )
-    arch_obj = with_model(arch if isinstance(arch, Arch) else load_arch(arch, costs=costs), model)
+    arch_obj = with_model(validated(arch) if isinstance(arch, Arch) else load_arch(arch, costs=costs), model)
     symbols = {**seq.problem, **(overrides or {})}
     result = SequencePrediction(name=seq.name, arch=arch_obj.id)
     previous: Prediction | None = None

@@ -140,3 +140,26 @@ def test_an_unknown_reference_arch_is_refused_even_with_an_arch_given(tmp_path: 
 def test_an_empty_arch_option_is_refused(run_cli) -> None:
     rc, _, err = run_cli(["predict", "stream", "--arch", ""])
     assert rc == 2 and err.strip().startswith("gpusim: error: --arch '': an empty arch")
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "value", "expected"),
+    [
+        ("memory", "hbm_bandwidth_bytes_per_s", float("nan"), "expected a finite number"),
+        ("memory", "hbm_bandwidth_bytes_per_s", 0.0, "expected a number >= "),
+        ("clocks", "tensor_clock_mhz", 0, "expected a number >= 1"),
+        (None, "sm_count", "x", "expected an integer"),
+    ],
+)
+def test_an_arch_instance_changed_without_validation_is_checked_again(
+    section: str | None, field: str, value: object, expected: str
+) -> None:
+    """``model_copy(update=...)`` skips pydantic's checks; the API checks an Arch it is handed."""
+    arch = gpusim.load_arch("h100")
+    update = (
+        {field: value}
+        if section is None
+        else {section: getattr(arch, section).model_copy(update={field: value})}
+    )
+    with pytest.raises(InputError, match=rf"field '{(section + '.') if section else ''}{field}': {expected}"):
+        gpusim.predict("stream", arch.model_copy(update=update), bytes=4096)
