@@ -458,6 +458,18 @@ class Arch(StrictModel):
     notes: list[str] = []
     """Where sources disagree and which value was taken, and why."""
 
+    @field_validator("mechanisms")
+    @classmethod
+    def _known_mechanisms(cls, names: list[str] | None) -> list[str] | None:
+        from gpusim.mechanisms import MECHANISMS  # gpusim.mechanisms builds on this module
+
+        for name in names or ():
+            if name not in MECHANISMS:
+                close = difflib.get_close_matches(name, list(MECHANISMS), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else f" (known: {', '.join(MECHANISMS)})"
+                raise ValueError(f"unknown mechanism '{name[:60]}'{hint}")
+        return names
+
     @model_validator(mode="after")
     def _consistent(self) -> Arch:
         tc = self.tensor_cores

@@ -50,6 +50,9 @@ def _merge(arch: Arch, path: Path) -> Arch:
     if fitted_for is not None and fitted_for != arch.id:
         raise InputError(f"{quote(path)}: the overlay was fitted for arch '{quote(fitted_for, 40)}', not "
                          f"'{arch.id}'; give that arch, or an overlay fitted for '{arch.id}'")  # fmt: skip
+    if values.get("origin", "calibrated") != "calibrated":
+        raise InputError(f"{quote(path)}: calibration.origin: an overlay's costs are 'calibrated', got "
+                         f"{quote(repr(values['origin']), 60)}")  # fmt: skip
     provenance = {**(values.get("provenance") or {}), "overlay_file": str(path)}
     try:
         merged = with_calibration(arch, {**values, "origin": "calibrated", "provenance": provenance})

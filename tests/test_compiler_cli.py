@@ -61,6 +61,25 @@ def test_unreadable_text_is_one_line(tmp_path: Path, run_cli) -> None:
                                         "ptxas -v text, cuobjdump --dump-resource-usage, cuobjdump -sass or cuobjdump -elf output)"]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (["--arch", "sm_12"], "--arch sm_12: not an SM target nvcc builds"),
+        (["--threads", "0"], "--threads 0: a CTA has 1 to 1024 threads"),
+        (["--threads", "-128"], "--threads -128: a CTA has 1 to 1024 threads"),
+        (["--threads", "100000"], "--threads 100000: a CTA has 1 to 1024 threads"),
+        (["--maxrregcount", "-5"], "--maxrregcount -5: expected 1 to 255 registers per thread"),
+    ],
+)
+def test_build_options_no_launch_or_build_can_have_are_refused(
+    options: list[str], expected: str, run_cli
+) -> None:
+    rc, _, err = run_cli(["resources", FIXTURES / "cutlass_sm90_pingpong.ptxas.txt", *options])
+    assert rc == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"gpusim: error: {expected}")
+
+
 def test_missing_toolchain_is_refused_in_one_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys
 ) -> None:

@@ -163,3 +163,23 @@ def test_an_arch_instance_changed_without_validation_is_checked_again(
     )
     with pytest.raises(InputError, match=rf"field '{(section + '.') if section else ''}{field}': {expected}"):
         gpusim.predict("stream", arch.model_copy(update=update), bytes=4096)
+
+
+def test_an_arch_file_naming_an_unknown_mechanism_is_refused(tmp_path: Path) -> None:
+    data = yaml.safe_load((archs_dir() / "h100.yaml").read_text())
+    data["mechanisms"] = ["warp_drive"]
+    path = tmp_path / "h100_bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(InputError, match=r"field 'mechanisms': unknown mechanism 'warp_drive'"):
+        gpusim.load_arch(str(path))
+
+
+def test_an_overlay_with_another_origin_is_refused(tmp_path: Path) -> None:
+    data = yaml.safe_load((archs_dir() / "calibrated" / "h100.yaml").read_text())
+    data["calibration"]["origin"] = "guessed"
+    path = tmp_path / "overlay.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(
+        InputError, match=r"calibration.origin: an overlay's costs are 'calibrated', got 'guessed'"
+    ):
+        gpusim.load_arch("h100", costs=str(path))

@@ -24,7 +24,7 @@ from gpusim.compiler.parse_cuobjdump import (
 from gpusim.compiler.parse_ptxas import parse_ptxas_verbose
 from gpusim.compiler.sass import SassFunction, parse_sass
 from gpusim.compiler.toolchain import Toolchain, find_toolchain
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 
 SOURCE_SUFFIXES = (".cu",)
 DEFAULT_NVCC_FLAGS = ("-std=c++17", "--expt-relaxed-constexpr", "-DNDEBUG")
@@ -84,12 +84,21 @@ class BuildReport:
         )
 
 
+MIN_SM_TARGET = 50
+"""The oldest SM target current nvcc (12.x, 13.x) builds for (Maxwell)."""
+MAX_SM_TARGET = 199
+"""Targets above this are not SM versions (sm_121 is the newest at the time of writing)."""
+
+
 def nvcc_arch(arch: str) -> str:
     """The nvcc/ptxas target for an ``--arch`` value: ``sm_90a`` stays; ``h100`` or ``sm_90`` becomes
     ``sm_90a`` (the arch-specific target that wgmma, setmaxnreg and tcgen05 need, on sm_90 and later)."""
     text = arch.strip().lower()
     if re.fullmatch(r"sm_\d+[af]?", text):
         number = int(re.sub(r"\D", "", text))
+        if not MIN_SM_TARGET <= number <= MAX_SM_TARGET:
+            raise InputError(f"--arch {quote(arch, 40)}: not an SM target nvcc builds (sm_{MIN_SM_TARGET} to "
+                             f"sm_{MAX_SM_TARGET}, e.g. sm_80, sm_90a, sm_100a) nor an arch id")  # fmt: skip
         return text if text[-1] in "af" or number < 90 else text + "a"
     from gpusim.arch import load_arch
 

@@ -40,6 +40,21 @@ def nvcc_flags(include: list[str] | None, define: list[str] | None, std: str | N
     return flags + list(nvcc or [])
 
 
+MAX_THREADS_PER_CTA = 1024
+"""Threads per block on every NVIDIA GPU since sm_20."""
+MAX_REGS_PER_THREAD = 255
+
+
+def check_build_options(threads: int | None, maxrregcount: int | None) -> None:
+    """Refuse ``--threads`` and ``--maxrregcount`` values no launch or build can have, before any work."""
+    if threads is not None and not 1 <= threads <= MAX_THREADS_PER_CTA:
+        raise InputError(f"--threads {threads}: a CTA has 1 to {MAX_THREADS_PER_CTA} threads")
+    if maxrregcount is not None and not 1 <= maxrregcount <= MAX_REGS_PER_THREAD:
+        raise InputError(
+            f"--maxrregcount {maxrregcount}: expected 1 to {MAX_REGS_PER_THREAD} registers per thread"
+        )
+
+
 def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
@@ -82,9 +97,11 @@ def resources_cmd(
 ) -> None:
     """Registers, shared memory, spills, stack, barriers and occupancy per kernel of a build, and its SASS
     instruction mix (whole kernel and innermost loops)."""
-    from gpusim.compiler.build import inspect_file
+    from gpusim.compiler.build import inspect_file, nvcc_arch
     from gpusim.compiler.report import loop_listing, resources_tables
 
+    check_build_options(threads, maxrregcount)
+    nvcc_arch(arch)  # an --arch that is neither a target nor an arch id, before reading the build
     report = inspect_file(file, arch, nvcc_flags(include, define, std, nvcc, maxrregcount))
     kernels = [
         k for k in report.kernels if kernel is None or kernel in k.name or kernel in k.resources.mangled_name
@@ -140,6 +157,7 @@ def check_cmd(
     from gpusim.compiler.report import check_table
     from gpusim.schedule.load import load_schedule, parse_override
 
+    check_build_options(None, maxrregcount)
     arch_obj = load_arch(arch)
     sched = load_schedule(schedule, arch_obj, dict(parse_override(s) for s in sets or []))
     build = inspect_file(against, arch, nvcc_flags(include, define, std, nvcc, maxrregcount))
