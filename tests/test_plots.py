@@ -85,3 +85,24 @@ def test_compare_renders(run_cli, tmp_path: Path) -> None:
                           "--set", "K=512", "--plot", png])  # fmt: skip
     assert rc == 0, err
     assert_png(png)
+
+
+def test_a_plot_with_nothing_labelled_draws_no_legend_and_warns_nothing() -> None:
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gpusim.report.legend import legend
+
+    fig, ax = plt.subplots()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "No artists with labels" would raise here
+        legend(ax, loc="upper left")
+    assert ax.get_legend() is None
+    ax.plot([0, 1], [0, 1], label="row")
+    legend(ax, loc="upper left")
+    assert ax.get_legend() is not None
+    plt.close(fig)

@@ -108,19 +108,29 @@ def _arch_with(base: Arch, values: dict[str, float], origin: str = "calibrated")
     return with_calibration(base, cal)
 
 
-def _select(rows: list[Measurement], arch_id: str, max_rows: int) -> tuple[list[Measurement], int]:
+def _select(rows: list[Measurement], arch_id: str, max_rows: int,
+            dropped: dict[int, str] | None = None) -> tuple[list[Measurement], int]:  # fmt: skip
+    """The rows of ``arch_id`` to fit on (at most ``max_rows``, spread over families and times) and how many
+    were usable; ``dropped`` collects why each other row of the arch cannot be used (malformed, no time)."""
     from gpusim.arch import resolve_arch_id
     from gpusim.errors import UnknownNameError
 
     usable = []
     for m in rows:
-        if precheck(m) is not None:
-            continue
         try:
             if resolve_arch_id(m.arch) != arch_id:
                 continue
-            measured_time_us(m)
-        except (UnknownNameError, ValueError, KeyError):
+        except UnknownNameError:
+            continue
+        reason = precheck(m)
+        if reason is None:
+            try:
+                measured_time_us(m)
+            except (ValueError, KeyError) as exc:
+                reason = f"no measured time: {exc}"
+        if reason is not None:
+            if dropped is not None:
+                dropped[m.index] = reason
             continue
         usable.append(m)
     if not max_rows or len(usable) <= max_rows:
@@ -249,11 +259,18 @@ def micro_fixed(
     """The calibration fields the microbenchmark rows (``gpusim measure --micro``) of ``base`` fix, and
     the report of every constant they identify (gpusim.calibrate.micro.constants). A field named in
     ``names`` (``--fit``) is fitted instead, and the report says so."""
-    from gpusim.calibrate.micro.constants import calibration_values, identify, micro_rows
+    from gpusim.calibrate.micro.constants import (
+        calibration_values,
+        identify,
+        malformed_micro_rows,
+        micro_rows,
+    )
 
     mine = micro_rows(rows, base.id)
+    malformed = malformed_micro_rows(rows, base.id)
     if not mine:
-        return {}, {}
+        return {}, ({"rows": 0, "files": [], "constants": [], "applied": {}, "notes": {}, "malformed": malformed}
+                    if malformed else {})  # fmt: skip
     constants = identify(mine, base)
     power = "power" in mechanisms_of(base)
     values = calibration_values(constants, power)
@@ -272,7 +289,7 @@ def micro_fixed(
             notes[name] = f"fitted (--fit names it) instead of the measured {values.pop(name):.4g}"
     report = {"rows": len(mine), "files": sorted({m.file for m in mine}),
               "constants": [c.as_dict() for c in constants],
-              "applied": {k: round(x, 4) for k, x in values.items()}, "notes": notes}  # fmt: skip
+              "applied": {k: round(x, 4) for k, x in values.items()}, "notes": notes, "malformed": malformed}  # fmt: skip
     return values, report
 
 
@@ -286,7 +303,8 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     t0 = time.perf_counter()
     fixed, micro_report = micro_fixed(rows, base, names) if use_micro else ({}, {})
     base = _arch_with(base, fixed, origin="datasheet")
-    chosen, n_usable = _select(rows, base.id, max_rows)
+    dropped: dict[int, str] = {}
+    chosen, n_usable = _select(rows, base.id, max_rows, dropped)
     if not chosen:
         raise InputError(f"calibrate: no usable measured rows for {base.id}")
     pool = RowPool(jobs, on_progress=on_progress)
@@ -294,7 +312,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     base_results = [result for result, _ in base_outcomes]
     base_parts = {result.m.index: parts for result, parts in base_outcomes if isinstance(parts, list)}
     ok = [r for r in base_results if r.predicted_time_us is not None and r.measured_time_us]
-    skipped = {r.m.index: r.skipped for r in base_results if r.skipped}
+    skipped = {**dropped, **{r.m.index: r.skipped for r in base_results if r.skipped}}
     if not ok:
         raise InputError(f"calibrate: none of the {len(chosen)} rows for {base.id} can be predicted; "
                          f"e.g. row {base_results[0].m.index}: {base_results[0].skipped}")  # fmt: skip

@@ -77,6 +77,8 @@ def parse_params(text: str) -> dict[str, Any]:
         key, sep, value = part.partition("=")
         if not sep:
             raise ValueError(f"params entry '{quote(part.strip(), 80)}' is not key=value")
+        if not key.strip():
+            raise ValueError(f"params entry '{quote(part.strip(), 80)}' has no key")
         if key.strip() in out:
             raise ValueError(f"params entry '{quote(key.strip(), 60)}' is given twice")
         out[key.strip()] = parse_scalar(value)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpusim.report.legend import legend
+
 COLOURS = {"gemm": "tab:blue", "attention": "tab:orange", "mla": "tab:green", "stream": "tab:purple",
            "other": "tab:gray"}  # fmt: skip
 
@@ -35,7 +37,7 @@ def plot_predicted_vs_measured(results: list[Any], path: str | Path, title: str 
     ax.set_xlabel("measured time (us)")
     ax.set_ylabel("predicted time (us)")
     ax.set_title(title or "gpusim: predicted vs measured (dashed: ±20-25%)")
-    ax.legend(loc="upper left", fontsize=8)
+    legend(ax, loc="upper left", fontsize=8)
     ax.grid(True, which="both", alpha=0.25)
     fig.tight_layout()
     fig.savefig(path)

@@ -93,6 +93,10 @@ def micro_text(micro: dict[str, Any]) -> list[str]:
         lines.append(f"    {name}: {note}")
     for c in micro["constants"]:
         lines.append(f"    {c['name']} = {c['value']:.4g} {c['unit']} -> {c['maps_to']} [{c['how']}]")
+    malformed = micro.get("malformed") or {}
+    if malformed:
+        first = next(iter(malformed.values()))
+        lines.append(f"    left out: {len(malformed)} malformed microbenchmark rows (e.g. {first})")
     return lines
 
 

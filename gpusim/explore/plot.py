@@ -9,6 +9,7 @@ from typing import Any
 
 from gpusim.errors import InputError
 from gpusim.explore.table import rank_rows
+from gpusim.report.legend import legend
 
 PLOT_KINDS = ("heatmap", "pareto-smem", "pareto-regs")
 _PARETO_X = {
@@ -96,7 +97,7 @@ def plot_pareto(rows: Sequence[dict[str, Any]], kind: str, path: str | Path, tit
     ax.set_xlabel(xlabel)
     ax.set_ylabel("predicted time (us)")
     ax.set_title(title)
-    ax.legend()
+    legend(ax)
     return save(fig, path)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from gpusim.comparison import Comparison
 from gpusim.report.attribution import CAUSE_LABELS, CAUSES
 from gpusim.report.compare import COMPARE_UNITS
+from gpusim.report.legend import legend
 from gpusim.report.plot_style import SERIES_COLORS, new_figure, save
 from gpusim.report.summary import UNIT_LABELS
 
@@ -51,7 +52,7 @@ def plot_compare(c: Comparison, path: str | Path, title: str = "") -> Path:
     ax2.set_ylim(0, 105)
     ax2.set_xticks(x, labels, fontsize=8)
     ax2.set_title("utilization per unit", fontsize=10, loc="left")
-    ax2.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    legend(ax2, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax3 = fig.add_subplot(grid[2])
     bottom = np.zeros(n)
     for cause in CAUSES:
@@ -64,7 +65,7 @@ def plot_compare(c: Comparison, path: str | Path, title: str = "") -> Path:
     ax3.set_ylim(0, 100)
     ax3.set_xticks(x, labels, fontsize=8)
     ax3.set_title("where the time goes (bottleneck attribution)", fontsize=10, loc="left")
-    ax3.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    legend(ax3, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     for a in (ax, ax2, ax3):
         a.grid(axis="y", color="#E0E0E0", linewidth=0.6)
         a.set_axisbelow(True)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gpusim.report.legend import legend
 from gpusim.report.plot_style import SERIES_COLORS, new_figure, save
 from gpusim.report.roofline import Point, Roofs
 
@@ -56,5 +57,5 @@ def plot_roofline(r: Roofs, points: list[Point], path: str | Path, costs: str = 
     ax.set_title(f"roofline of {r.arch} (dense tensor peaks per dtype; dotted: lower-precision roofs; "
                  f"points: {costs} costs)",
                  fontsize=11, loc="left")  # fmt: skip
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    legend(ax, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     return save(fig, path)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.patches import Patch
 
+from gpusim.report.legend import legend
 from gpusim.report.plot_style import KIND_COLORS, KIND_LABELS, new_figure, save
 from gpusim.report.timeline import (
     Lane,
@@ -111,7 +112,7 @@ def _bandwidth(ax, run: SimRun, lo: float, hi: float, bins: int = 300) -> None:
     ax.set_xlim(lo / 1000, hi / 1000)
     ax.set_ylim(bottom=0)
     ax.grid(color="#E0E0E0", linewidth=0.6)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
 
 
 def plot_timeline(run: SimRun, path: str | Path, sm_index: int | None = None,
@@ -153,7 +154,7 @@ def plot_timeline(run: SimRun, path: str | Path, sm_index: int | None = None,
               hatch="////" if k.startswith("wait") else None, label=KIND_LABELS[k])
         for k in order
     ]  # fmt: skip
-    ax_win.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    legend(ax_win, handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     sched, arch, sm = run.sched, run.arch, run.sms[sm_index]
     total_ns = run.kernel_ns + arch.calibration.launch_overhead_ns
     tflops = sched.flops / total_ns / 1e3 if total_ns else 0.0

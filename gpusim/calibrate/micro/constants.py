@@ -60,6 +60,11 @@ def micro_rows(rows: list[Measurement], arch_id: str) -> list[Measurement]:
     return [m for m in rows if is_micro(m) and m.error is None and m.arch == arch_id]
 
 
+def malformed_micro_rows(rows: list[Measurement], arch_id: str) -> dict[int, str]:
+    """Why each malformed microbenchmark row of ``arch_id`` is left out (a NaN or negative value)."""
+    return {m.index: str(m.error) for m in rows if is_micro(m) and m.error is not None and m.arch == arch_id}
+
+
 def _index(rows: list[Measurement]) -> dict[tuple[str, str, str], float]:
     out: dict[tuple[str, str, str], float] = {}
     for m in rows:
