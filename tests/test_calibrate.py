@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -126,3 +127,17 @@ def test_a_parameter_the_last_iteration_still_moved_is_reported() -> None:
     )
     assert f"x{math.exp(0.1):.3g}" in notes[1]
     assert _still_moving(params, x, np.zeros(3)) == []
+
+
+def test_calibrate_names_the_rows_of_its_arch_it_cannot_use(tmp_path: Path, run_cli) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text("source,arch,schedule,dtype,M,N,K,batch,heads,seqlen_q,seqlen_kv,head_dim,causal,metric,value,"
+                    "unit,notes,params\n"
+                    "t,h100,stream,fp32,,,,,,,,,,time,nan,us,,op=copy;bytes=4194304\n"
+                    "t,h100,micro:tensor_clock,bf16,,,,,,,,,,sm_clock_mhz,-1500,MHz,,variant=x\n"
+                    "t,h100,gemm_ws_pingpong,bf16,512,512,512,,,,,,,time,20,us,,\n")  # fmt: skip
+    rc, out, err = run_cli(["calibrate", path, "--arch", "h100", "--dry-run", "--json", "--max-rows", "3"])
+    assert rc == 0, err
+    result = json.loads(out)
+    assert "is not a positive finite number" in result["skipped"]["0"]
+    assert list(result["micro"]["malformed"]) == ["1"]
