@@ -23,9 +23,11 @@ OVERRIDE_SPELLINGS = {
     "--set": "--set {item}",
     "keyword": "keyword argument {item}",
     "row": "the row's {item}",
+    "point": "the sweep point's {item} (--grid or --set)",
 }
 """How a message names an override of a problem size or schedule parameter, by where it came from: the
-command line's ``--set``, a keyword argument of a public API call, or a measurement row's columns."""
+command line's ``--set``, a keyword argument of a public API call, a measurement row's columns, or a
+sweep point's ``--grid`` and ``--set`` values."""
 _override_source: ContextVar[str | None] = ContextVar("gpusim_override_source", default=None)
 _NO_VALUE = object()
 

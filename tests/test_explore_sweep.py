@@ -109,3 +109,10 @@ def test_cli_sweep_bad_input_is_one_line(run_cli: Any, args: list[str], message:
     rc, _, stderr = run_cli(["sweep", "gemm_ws_pingpong", "--set", "M=512", "-j", "1", *args])
     assert rc == 2
     assert message in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_a_bad_grid_value_is_named_as_the_sweep_point_gave_it(run_cli) -> None:
+    rc, _, stderr = run_cli(["sweep", "stream", "--arch", "h100", "--grid", "op=copy,frob", "--set", "bytes=4096",
+                             "-j", "1"])  # fmt: skip
+    assert rc == 2
+    assert "the sweep point's op=frob (--grid or --set): stream takes op one of" in stderr

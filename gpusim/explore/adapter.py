@@ -39,12 +39,14 @@ def refusal(schedule: str, arch: str | Arch, costs: Costs, params: dict[str, Any
 
     Bad input (an unknown parameter, a value of the wrong type) is not a refusal: it raises InputError.
     """
+    from gpusim.errors import overrides_from
     from gpusim.schedule.check import check_schedule
     from gpusim.schedule.load import load_schedule
 
     arch_obj = arch_for(arch, costs)
     try:
-        check_schedule(load_schedule(schedule, arch_obj, params), arch_obj)
+        with overrides_from("point"):
+            check_schedule(load_schedule(schedule, arch_obj, params), arch_obj)
     except ScheduleRefused as exc:
         return str(exc)
     return None
@@ -58,7 +60,7 @@ def predict(schedule: str, arch: str | Arch, costs: Costs, params: dict[str, Any
     from gpusim.api import predict as api_predict
     from gpusim.errors import overrides_from
 
-    with overrides_from("--set", outermost=True):  # a point's values are the command line's --grid / --set
+    with overrides_from("point"):  # a point's values are the command line's --grid / --set
         return api_predict(schedule, arch_for(arch, costs), costs=costs, **params)
 
 
