@@ -171,7 +171,7 @@ class RoleRunner:
         for i, stmt in enumerate(stmts):
             work.left -= 1
             if work.left < 0:
-                raise work.exhausted(f"{self.name} {stmt.where}")
+                raise work.exhausted(self._at(stmt))
             if stmt.guard is not None:
                 taken = self._eval(stmt.guard, stmt)
                 if type(taken) is str:
@@ -215,6 +215,10 @@ class RoleRunner:
             return False
         self.constants[key] = value
         return True
+
+    def _at(self, stmt: Stmt) -> str:
+        """Where ``stmt`` is, for a message: its file and path, and which replica of the role ran it."""
+        return f"{stmt.where} (replica {self.name})" if self.name != self.role.name else stmt.where
 
     def _eval(self, expr: Any, stmt: Stmt) -> Any:
         value = self.constants.get(expr, _MISSING)
@@ -284,7 +288,7 @@ class RoleRunner:
         while frame.value < frame.stop:
             work.left -= 1  # an iteration is work even when its body is empty or guarded off
             if work.left < 0:
-                raise work.exhausted(f"{self.name} {stmt.where}")
+                raise work.exhausted(self._at(stmt))
             self.vars[var] = frame.value
             self.loop[var] = frame.value
             if self.ff is not None:
