@@ -43,6 +43,7 @@ def nvcc_flags(include: list[str] | None, define: list[str] | None, std: str | N
 MAX_THREADS_PER_CTA = 1024
 """Threads per block on every NVIDIA GPU since sm_20."""
 MAX_REGS_PER_THREAD = 255
+"""Registers a thread may hold on every NVIDIA GPU since sm_35 (nvcc's -maxrregcount ceiling)."""
 
 
 def check_build_options(threads: int | None, maxrregcount: int | None) -> None:
