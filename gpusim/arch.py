@@ -30,6 +30,10 @@ class StrictModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise InputError(f"gpusim.{type(self).__name__}.{name[:60]}: read-only; make a changed copy with "
+                         f".model_copy(update={{'{name[:60]}': ...}}) (checked again where it is used)")  # fmt: skip
+
 
 MIN_CLOCK_MHZ = 1.0
 MAX_CLOCK_MHZ = 100_000.0

@@ -183,3 +183,12 @@ def test_an_overlay_with_another_origin_is_refused(tmp_path: Path) -> None:
         InputError, match=r"calibration.origin: an overlay's costs are 'calibrated', got 'guessed'"
     ):
         gpusim.load_arch("h100", costs=str(path))
+
+
+def test_assigning_to_a_loaded_arch_is_one_gpusim_error() -> None:
+    arch = gpusim.load_arch("h100")
+    with pytest.raises(
+        InputError, match=r"gpusim.Arch.sm_count: read-only; make a changed copy with \.model_copy"
+    ):
+        arch.sm_count = 0  # type: ignore[misc]
+    assert arch.model_copy(update={"sm_count": 100}).sm_count == 100
