@@ -98,11 +98,10 @@ def resources_cmd(
 ) -> None:
     """Registers, shared memory, spills, stack, barriers and occupancy per kernel of a build, and its SASS
     instruction mix (whole kernel and innermost loops)."""
-    from gpusim.compiler.build import inspect_file, nvcc_arch
+    from gpusim.compiler.build import inspect_file
     from gpusim.compiler.report import loop_listing, resources_tables
 
     check_build_options(threads, maxrregcount)
-    nvcc_arch(arch)  # an --arch that is neither a target nor an arch id, before reading the build
     report = inspect_file(file, arch, nvcc_flags(include, define, std, nvcc, maxrregcount))
     kernels = [
         k for k in report.kernels if kernel is None or kernel in k.name or kernel in k.resources.mangled_name
