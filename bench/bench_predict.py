@@ -42,6 +42,16 @@ CASES: list[tuple[str, str, str | None, dict[str, Any], float]] = [
     ("FA2 bwd 16k", "attn_fa2_bwd", "a100", {"batch": 1, "heads": 16, "seqlen_q": 16384}, 0.3),
     ("FlashMLA decode b128 x 64k", "mla_decode_flashmla", "h800", {"batch": 128, "seqlen_kv": 65536}, 0.3),
     ("FA4 fwd 32k", "attn_fa4_fwd", "b200", {"batch": 1, "heads": 16, "seqlen_q": 32768}, 0.3),
+    *[
+        (
+            f"FA4 bwd hdim 256 8k: {kernel}",
+            f"attn_fa4_bwd_hd256_{kernel}",
+            "b200",
+            {"batch": 4, "heads": 16, "seqlen_q": 8192},
+            0.3,
+        )
+        for kernel in ("dq", "dkdv")
+    ],
     (
         "DeepGEMM grouped 8 x 8192x7168x4096",
         "gemm_fp8_deepgemm",

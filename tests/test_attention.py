@@ -134,3 +134,25 @@ def test_fa3_refused_off_hopper_and_fa4_off_blackwell() -> None:
         arch_obj = load_arch(arch)
         with pytest.raises(ScheduleRefused, match=reason):
             simulate(load_schedule(schedule, arch_obj, SMALL), arch_obj)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "arch"),
+    [
+        ("attn_fa2_bwd", "a100"),
+        ("attn_fa3_bwd", "h100"),
+        ("attn_fa4_bwd", "b200"),
+        ("attn_fa4_bwd_hd256_dq", "b200"),
+        ("attn_fa4_bwd_hd256_dkdv", "b200"),
+    ],
+)
+def test_causal_backward_with_more_queries_than_keys_is_predicted(schedule: str, arch: str) -> None:
+    """Bottom-right causal with seqlen_q > seqlen_kv: the queries above the first key see nothing, so the
+    useful work is about the last seqlen_kv queries' triangle (it used to be counted as half of the whole
+    rectangle, and the kernel was refused for issuing less)."""
+    more_queries = predict(schedule, arch, costs="datasheet", attribute=False,
+                           batch=1, heads=4, seqlen_q=2048, seqlen_kv=256, causal=1)  # fmt: skip
+    square = predict(schedule, arch, costs="datasheet", attribute=False,
+                     batch=1, heads=4, seqlen_q=256, seqlen_kv=256, causal=1)  # fmt: skip
+    assert more_queries.time_us >= more_queries.roofline_us > 0
+    assert more_queries.time_us < 4 * square.time_us  # the 1,792 queries that see no key cost little

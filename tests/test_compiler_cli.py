@@ -174,6 +174,15 @@ def test_measure_kernels_rows_are_in_the_measurement_format(tmp_path: Path) -> N
     assert m.params["data"] == "zeros" and m.params["gpu"] == "NVIDIA H200"
 
 
+def test_measure_kernels_rows_carry_the_builds_schedule_overrides() -> None:
+    """A reference kernel built with plain shared-memory tiles (or as a 2-CTA GEMM) is predicted that way."""
+    from gpusim.compiler.launch import Measurement
+
+    row = Measurement("gemm_cp_async.cu", "h200", "gemm_cp_async", "bf16", {"M": 1024, "N": 1024, "K": 1024},
+                      100.0, {"gpu": "NVIDIA H200"}, {"SMEM_LAYOUT": "plain"}).row()  # fmt: skip
+    assert row["params"].startswith("SMEM_LAYOUT=plain;data=zeros;gpu=NVIDIA H200")
+
+
 def test_measure_kernels_only_names_an_unknown_kernel(run_cli) -> None:
     rc, _, err = run_cli(["measure-kernels", "--only", "gemm_sync,nope"])
     assert rc == 2

@@ -8,6 +8,7 @@ from gpusim.api import predict
 from gpusim.arch import load_arch
 from gpusim.autotune import search_gemm
 from gpusim.schedule.load import load_schedule
+from gpusim.sim.unitfields import UnitModel
 
 SMALL_GEMM = {"M": 1024, "N": 1024, "K": 512}
 
@@ -147,13 +148,91 @@ def test_fa4_backward_runs_as_cta_pairs_from_head_dim_128_and_counts_five_gemms(
     assert p.time_us >= p.roofline_us > 0
 
 
-@pytest.mark.parametrize(("arch_id", "problem"), [("h100", {}), ("a100", {}), ("b200", {"head_dim": 256})])
-def test_fa4_backward_is_refused_without_tcgen05_and_at_head_dim_256(arch_id: str, problem: dict) -> None:
+@pytest.mark.parametrize(("arch_id", "problem"), [("h100", {}), ("a100", {})])
+def test_fa4_backward_is_refused_without_tcgen05(arch_id: str, problem: dict) -> None:
     from gpusim.errors import GpusimError
 
     with pytest.raises(GpusimError) as err:
         _predict("attn_fa4_bwd", arch_id, batch=1, heads=2, seqlen_q=1024, **problem)
     assert any(word in str(err.value) for word in ("tcgen05", "TMEM", "shared memory"))
+
+
+def test_fa4_backward_at_head_dim_256_names_the_dedicated_kernels() -> None:
+    from gpusim.errors import GpusimError
+
+    with pytest.raises(GpusimError, match="attn_fa4_bwd_hd256_dq then attn_fa4_bwd_hd256_dkdv"):
+        _predict("attn_fa4_bwd", "b200", batch=1, heads=2, seqlen_q=1024, head_dim=256)
+
+
+HD256 = {"batch": 1, "heads": 4, "seqlen_q": 2048}
+
+
+def test_fa4_hd256_backward_kernels_fill_the_sm_as_the_real_ones() -> None:
+    """Shared memory, TMEM and registers as the dedicated kernels' _setup_attributes and setmaxnreg give them."""
+    dq = _predict("attn_fa4_bwd_hd256_dq", "b200", **HD256)
+    dkdv = _predict("attn_fa4_bwd_hd256_dkdv", "b200", **HD256)
+    # dQ: Q and dO (64 KiB each, with LSE / dPsum), K, V and K^T (32 KiB each); dK/dV: six 32 KiB operand halves,
+    # P and dS (16 KiB each), LSE and dPsum: both ~225 KiB of the 227 KiB
+    assert dq.budgets["smem_bytes_per_cta"] - 230_400 in range(0, 1024)
+    assert dkdv.budgets["smem_bytes_per_cta"] - 230_400 in range(0, 1024)
+    assert dq.budgets["tmem_cols_per_cta"] == 512  # S 128 + dP 128 + dQ 256 (dS over dP)
+    assert dkdv.budgets["tmem_cols_per_cta"] == 384  # dK 128 + dV 128 + S 64 + dP 64
+    assert dq.budgets["max_regs_per_thread"] == 256  # the compute warpgroup's setmaxnreg
+    assert dq.occupancy["cluster"] == dkdv.occupancy["cluster"] == [2, 1, 1]
+    assert dq.occupancy["units"] == 16 * 4 and dkdv.occupancy["units"] == 32 * 4  # 128-query / 64-key CTAs
+
+
+def test_fa4_hd256_backward_runs_seven_gemms_in_two_kernels() -> None:
+    arch = load_arch("b200")
+    dq = load_schedule("attn_fa4_bwd_hd256_dq", arch, HD256)
+    dkdv = load_schedule("attn_fa4_bwd_hd256_dkdv", arch, HD256)
+    fused_gemm = 2 * 4 * 2048 * 2048 * 256  # one query-key GEMM over every head
+    assert dq.flops == 3 * fused_gemm  # S, dP, dQ
+    assert dkdv.flops == 4 * fused_gemm  # S, dP, dV, dK
+    for name in ("attn_fa4_bwd_hd256_dq", "attn_fa4_bwd_hd256_dkdv"):
+        p = _predict(name, "b200", **HD256)
+        assert p.time_us >= p.roofline_us > 0
+
+
+@pytest.mark.parametrize("name", ["attn_fa4_bwd_hd256_dq", "attn_fa4_bwd_hd256_dkdv"])
+def test_fa4_hd256_backward_kernels_exist_at_head_dim_256_only(name: str) -> None:
+    from gpusim.errors import GpusimError
+
+    with pytest.raises(GpusimError, match=r"\(head_dim, head_dim_v\) = \(256, 256\)"):
+        _predict(name, "b200", **HD256, head_dim=128)
+    with pytest.raises(GpusimError, match="tcgen05 does not exist"):
+        _predict(name, "h100", **HD256)
+
+
+def test_fa4_hd256_causal_trip_counts_follow_whole_pairs() -> None:
+    """dQ: a pair of 128-row CTAs walks the key blocks up to its 256 rows' diagonal; dK/dV: a pair starts at the
+    even m-block at or below its diagonal (an odd pair computes one fully masked block)."""
+    arch = load_arch("b200")
+    problem = {**HD256, "causal": 1}
+    dq = load_schedule("attn_fa4_bwd_hd256_dq", arch, problem)
+    dkdv = load_schedule("attn_fa4_bwd_hd256_dkdv", arch, problem)
+    dq_units, dkdv_units = UnitModel(dq, ()), UnitModel(dkdv, ())
+    assert [dq_units.unit((m, 0, 0), {}, m % 2)["N_END"] for m in range(4)] == [2, 2, 4, 4]
+    assert [dkdv_units.unit((n, 0, 0), {}, n % 2)["M_BEGIN"] for n in range(8)] == [0, 0, 0, 0, 2, 2, 2, 2]
+    many = {"batch": 2, "heads": 16, "seqlen_q": 2048}  # several waves: the causal work shrinks the time
+    names = ("attn_fa4_bwd_hd256_dq", "attn_fa4_bwd_hd256_dkdv")
+    full = [_predict(name, "b200", **many) for name in names]
+    causal = [_predict(name, "b200", **many, causal=1) for name in names]
+    for f, c in zip(full, causal, strict=True):
+        assert 0.45 * f.time_us < c.time_us < 0.75 * f.time_us
+
+
+def test_fa4_hd256_dkdv_sums_gqa_heads_in_tmem() -> None:
+    """GQA: one dK/dV CTA pair per KV head walks all its query heads (no dKaccum); the dQ kernel keeps one CTA
+    per query head and reads the shared KV head from L2."""
+    mha = _predict("attn_fa4_bwd_hd256_dkdv", "b200", batch=1, heads=8, seqlen_q=2048)
+    gqa = _predict("attn_fa4_bwd_hd256_dkdv", "b200", batch=1, heads=8, heads_kv=1, seqlen_q=2048)
+    assert gqa.occupancy["units"] * 8 == mha.occupancy["units"]
+    assert gqa.hbm_write_bytes < mha.hbm_write_bytes / 4  # dK and dV of one KV head
+    dq_mha = _predict("attn_fa4_bwd_hd256_dq", "b200", batch=1, heads=8, seqlen_q=2048)
+    dq_gqa = _predict("attn_fa4_bwd_hd256_dq", "b200", batch=1, heads=8, heads_kv=1, seqlen_q=2048)
+    assert dq_gqa.occupancy["units"] == dq_mha.occupancy["units"]
+    assert dq_gqa.hbm_read_bytes < dq_mha.hbm_read_bytes
 
 
 @pytest.mark.parametrize(

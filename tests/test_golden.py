@@ -42,6 +42,8 @@ PROBLEMS: dict[str, dict[str, Any]] = {
     },  # 272 tiles: 140 stream-K (the last 2 waves), 132 data-parallel
     "attn_fa3_bwd": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "attn_fa4_bwd": {"batch": 1, "heads": 8, "seqlen_q": 1024},
+    "attn_fa4_bwd_hd256_dq": {"batch": 1, "heads": 4, "seqlen_q": 2048},
+    "attn_fa4_bwd_hd256_dkdv": {"batch": 1, "heads": 4, "seqlen_q": 2048},
     "attn_bwd_preprocess": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "attn_bwd_postprocess": {"batch": 1, "heads": 8, "seqlen_q": 1024},
     "stream_l2": {"bytes": 8 * 2**20, "BLOCKS": 4000},

@@ -158,7 +158,12 @@ def test_deadlock_is_reported_not_hung(tmp_path: Path, monkeypatch: pytest.Monke
         (["gemm_ws_pingpong", "--set", "STAGS=4"], "unknown parameter 'STAGS'; did you mean 'STAGES'", 2),
         (["gemm_ws_pingpong", "--set", "BM=BQ"], "unknown symbol 'BQ'", 2),
         (["gemm_pingpong", "--arch", "h100"], "did you mean 'gemm_ws_pingpong'", 2),
-        (["gemm_ws_pingpong", "--set", "MATH_REGS=256"], "asks 256 registers per thread > 255", 3),
+        (
+            ["gemm_ws_pingpong", "--set", "MATH_REGS=264"],
+            "asks 264 registers per thread > 256 (setmaxnreg",
+            3,
+        ),
+        (["attn_fa2_fwd", "--arch", "a100", "--set", "REGS=256"], "asks 256 registers per thread > 255\n", 3),
         (
             ["gemm_ws_pingpong", "--set", "MATH_REGS=248"],
             "needs 68,608 registers per CTA > 65,536 per block",

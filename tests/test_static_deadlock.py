@@ -356,7 +356,7 @@ def test_the_check_covers_the_warp_specialized_schedules() -> None:
 
 ROLE_LINE = re.compile(r"^ {4,}- (wait|acquire|release|commit|arrive|for)\b.*$", re.MULTILINE)
 MUTATED = ["gemm_ws_pingpong", "gemm_tcgen05", "gemm_fp8_deepgemm", "attn_fa3_fwd", "attn_fa3_bwd", "attn_fa4_fwd",
-           "attn_fa4_bwd", "attn_decode_splitkv"]  # fmt: skip
+           "attn_fa4_bwd", "attn_fa4_bwd_hd256_dq", "attn_fa4_bwd_hd256_dkdv", "attn_decode_splitkv"]  # fmt: skip
 SMALL_PROBLEMS = {"gemm": {"M": 512, "N": 512, "K": 448}, "attn": {"batch": 1, "heads": 2, "seqlen_q": 384}}
 
 

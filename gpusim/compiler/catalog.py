@@ -35,8 +35,9 @@ def kernels_dir() -> Path:
 
 
 REFERENCE_KERNELS: tuple[ReferenceKernel, ...] = (
-    ReferenceKernel("gemm_sync.cu", "sm_80", "gemm_sync", {"dtype": "fp16"}),
-    ReferenceKernel("gemm_cp_async.cu", "sm_80", "gemm_cp_async"),
+    # wmma fragments loaded from plain K-contiguous tiles (no swizzle): bank conflicts (parts/gemm_mma_sync.yaml)
+    ReferenceKernel("gemm_sync.cu", "sm_80", "gemm_sync", {"dtype": "fp16", "SMEM_LAYOUT": "plain"}),
+    ReferenceKernel("gemm_cp_async.cu", "sm_80", "gemm_cp_async", {"SMEM_LAYOUT": "plain"}),
     ReferenceKernel("stream.cu", "sm_90a", "stream"),
     ReferenceKernel("softmax.cu", "sm_90a", None),
     ReferenceKernel("cutlass_sm90_pingpong.cu", "sm_90a", "gemm_ws_pingpong", cutlass=True),

@@ -40,13 +40,16 @@ class Measurement:
     time_us: float
     provenance: dict[str, str] = field(default_factory=dict)
     """The GPU's name, the driver's CUDA version, the date: written into ``params``."""
+    sets: dict[str, str] = field(default_factory=dict)
+    """The schedule overrides that describe this build (``ReferenceKernel.sets`` but the dtype, a
+    column of its own): written into ``params``, so the row is predicted as the kernel was built."""
 
     def row(self) -> dict[str, Any]:
         """A row of data/measurements/*.csv (every column of the measurement format)."""
         from gpusim.calibrate.measurements import COLUMNS
 
         extra = {k: v for k, v in self.problem.items() if k not in {"M", "N", "K"}}
-        params = {**extra, "data": "zeros", **self.provenance}
+        params = {**extra, **self.sets, "data": "zeros", **self.provenance}
         if not self.schedule:
             params["unmapped"] = f"no gpusim schedule models kernels/{self.kernel}"
         row = {column: "" for column in COLUMNS}
@@ -225,7 +228,8 @@ def measure_kernel(
     )
     provenance = {"gpu": device_name, "cuda_driver": driver_version, "date": time.strftime("%Y-%m-%d"),
                   "iters": str(iters)}  # fmt: skip
-    return Measurement(kernel.file, arch, kernel.schedule or "", dtype, problem, time_us, provenance)
+    sets = {k: v for k, v in kernel.sets.items() if k != "dtype"}
+    return Measurement(kernel.file, arch, kernel.schedule or "", dtype, problem, time_us, provenance, sets)
 
 
 def default_problems() -> list[tuple[ReferenceKernel, dict[str, int]]]:

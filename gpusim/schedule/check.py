@@ -80,6 +80,13 @@ def smem_bytes_per_cta(sched: Schedule) -> int:
     return smem
 
 
+def _role_regs_limit(arch: Arch) -> int:
+    """The most registers per thread a role may ask for: setmaxnreg counts up to 256 (a multiple of 8, PTX ISA),
+    though a thread addresses at most ``max_registers_per_thread`` of them; without setmaxnreg, that limit."""
+    limit = arch.sm.max_registers_per_thread
+    return -(-limit // 8) * 8 if arch.features.setmaxnreg else limit
+
+
 def _role_register_need(sched: Schedule, role: Role) -> tuple[int, int]:
     """(registers of the role's register buffers, registers per thread they need)."""
     rmem = sum(b.bytes // 4 for b in sched.buffers.values() if b.space == "rmem" and b.role == role.name)
@@ -182,9 +189,10 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
         if needed > sm.max_registers_per_thread:
             raise _fail(sched, arch, f"role '{role.name}' holds {rmem:,} registers of register buffers = {needed} "
                                      f"registers per thread > {sm.max_registers_per_thread}")  # fmt: skip
-        if role.regs is not None and role.regs > sm.max_registers_per_thread:
-            raise _fail(sched, arch, f"role '{role.name}' asks {role.regs} registers per thread > "
-                                     f"{sm.max_registers_per_thread}")  # fmt: skip
+        regs_limit = _role_regs_limit(arch)
+        if role.regs is not None and role.regs > regs_limit:
+            raise _fail(sched, arch, f"role '{role.name}' asks {role.regs} registers per thread > {regs_limit}"
+                                     + (" (setmaxnreg's largest count)" if arch.features.setmaxnreg else ""))  # fmt: skip
         if role.regs is not None and needed > role.regs:
             raise _fail(sched, arch, f"role '{role.name}' register buffers need {needed} registers per thread "
                                      f"({rmem:,} registers over {role.warps * 32} threads), more than its "

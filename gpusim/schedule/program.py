@@ -264,6 +264,10 @@ class Lds(OpArgs):
     """Source buffer."""
     bytes: SizeExpr
     """Bytes read."""
+    ways: CountExpr | None = None
+    """Bank-conflict ways: shared-memory wavefronts per conflict-free one (unset: 1, a swizzled or padded
+    layout). ldmatrix reads 8 rows of 16 bytes per wavefront; rows of a plain tile whose pitch is P bytes
+    (a power of two) fall on min(8, P / 16) times the same banks."""
     async_: AnyExpr | None = Field(default=None, alias="async")
     """True: software-pipelined fragment loads that complete through ``wait_async: {queue: lds}``
     (unset: false, the role waits for the read)."""
@@ -276,6 +280,8 @@ class Sts(OpArgs):
     """Destination buffer."""
     bytes: SizeExpr
     """Bytes written."""
+    ways: CountExpr | None = None
+    """Bank-conflict ways, as for ``lds`` (unset: 1)."""
 
 
 class TmemLoad(OpArgs):

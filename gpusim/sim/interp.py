@@ -363,6 +363,16 @@ class RoleRunner:
             q = self.queues[name] = deque()
         return q
 
+    def push(self, name: str, event: simpy.Event) -> None:
+        """Append an async op to queue ``name``, first dropping the completed ops at its head: a role that
+        never waits on the queue (cp.async completing on an mbarrier) would otherwise hold every op of the
+        kernel. Exact: ``wait_async`` waits for all but the newest ``pending`` ops, and a completed op
+        at the head never changes that."""
+        q = self.queue(name)
+        while q and q[0].processed:
+            q.popleft()
+        q.append(event)
+
     def expected_bytes(self, stmts: tuple[Stmt, ...], index: int, buf: str) -> float:
         """Bytes of the tma_load / cp_async ops into ``buf`` that follow this acquire (expect_tx)."""
         key = (id(stmts), index)
@@ -590,7 +600,7 @@ def _tma_load(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
 def _tma_store(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
     nbytes = rr.size(stmt, stmt.args.bytes)
     rr.sm.smem_charge(nbytes, "tma_store read")
-    rr.queue("tma_store").append(rr.transfer(nbytes, operand=None, write=True))
+    rr.push("tma_store", rr.transfer(nbytes, operand=None, write=True))
 
 
 def _cp_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
@@ -608,12 +618,12 @@ def _cp_async(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
                              "released again (a release of a stage still being filled)")  # fmt: skip
         on_done = Credit([ring], key, nbytes)
     rr.sm.smem_charge(nbytes, "fill")
-    rr.queue("cp_async").append(rr.transfer(nbytes, operand=stmt.args.operand, write=False, on_done=on_done))
+    rr.push("cp_async", rr.transfer(nbytes, operand=stmt.args.operand, write=False, on_done=on_done))
 
 
 def _ldg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
     nbytes = rr.size(stmt, stmt.args.bytes)
-    rr.queue("ldg").append(rr.transfer(nbytes, operand=stmt.args.operand, write=False))
+    rr.push("ldg", rr.transfer(nbytes, operand=stmt.args.operand, write=False))
 
 
 def _stg(rr: RoleRunner, stmt: Stmt, *_: Any) -> None:
@@ -634,9 +644,11 @@ def _reduce(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event:
 
 def _smem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     nbytes = rr.size(stmt, stmt.args.bytes)
+    if stmt.args.ways is not None:  # bank conflicts: each wavefront replayed
+        nbytes *= rr.count(stmt, stmt.args.ways, minimum=1)
     event = rr.sm.smem_access(nbytes, label=stmt.op)
     if stmt.op == "lds" and stmt.args.async_ is not None and rr._eval(stmt.args.async_, stmt):
-        rr.queue("lds").append(event)  # software-pipelined fragment loads: complete via wait_async lds
+        rr.push("lds", event)  # software-pipelined fragment loads: complete via wait_async lds
         return None
     return event
 
@@ -656,7 +668,7 @@ def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     if synchronous:
         return event
     if unit == "wgmma":
-        rr.queue("wgmma").append(event)
+        rr.push("wgmma", event)
     rr.last_mma = event
     return None
 
@@ -665,7 +677,7 @@ def _tmem(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     nbytes = rr.size(stmt, stmt.args.bytes)
     event = rr.sm.tmem_access(nbytes, label=stmt.op)
     if stmt.op == "tmem_load":
-        rr.queue("tmem_ld").append(event)
+        rr.push("tmem_ld", event)
         return None
     return event
 
