@@ -184,12 +184,12 @@ def check_schedule(sched: Schedule, arch: Arch) -> Budgets:
                                  f"{arch.id} has {sm.smem_bytes_per_sm / 1024:.0f} KiB per SM")  # fmt: skip
 
     # registers
+    regs_limit = _role_regs_limit(arch)
     for role in sched.roles.values():
         rmem, needed = _role_register_need(sched, role)
         if needed > sm.max_registers_per_thread:
             raise _fail(sched, arch, f"role '{role.name}' holds {rmem:,} registers of register buffers = {needed} "
                                      f"registers per thread > {sm.max_registers_per_thread}")  # fmt: skip
-        regs_limit = _role_regs_limit(arch)
         if role.regs is not None and role.regs > regs_limit:
             raise _fail(sched, arch, f"role '{role.name}' asks {role.regs} registers per thread > {regs_limit}"
                                      + (" (setmaxnreg's largest count)" if arch.features.setmaxnreg else ""))  # fmt: skip
