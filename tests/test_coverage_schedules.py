@@ -202,6 +202,10 @@ def test_fa4_hd256_backward_kernels_exist_at_head_dim_256_only(name: str) -> Non
         _predict(name, "b200", **HD256, head_dim=128)
     with pytest.raises(GpusimError, match="tcgen05 does not exist"):
         _predict(name, "h100", **HD256)
+    with pytest.raises(GpusimError, match=r"requires\.sixteen_bit"):
+        _predict(name, "b200", **HD256, dtype="fp8_e4m3")
+    with pytest.raises(GpusimError, match=r"requires\.epilogue_slices"):
+        _predict(name, "b200", **HD256, EPI_COLS=48)  # 5 slices of 48 would drop 16 columns
 
 
 def test_fa4_hd256_causal_trip_counts_follow_whole_pairs() -> None:
