@@ -75,13 +75,30 @@ def rows_with(mechanism: str, results: list[RowResult], costs: str, model: str |
 
 def _schedule_can_feel(mechanism: str, schedule: str) -> bool:
     """Whether the row's schedule (``a+b``: any part) can be changed by ``mechanism``: ``mma_sync_warps``
-    only by a schedule that issues mma.sync (an ``auto:`` search may pick one); the others by any."""
-    if mechanism != "mma_sync_warps":
+    only by a schedule that issues mma.sync (an ``auto:`` search may pick one), ``grid_dispatch`` only by
+    a non-persistent one. ``auto:gemm`` is not ablated for ``grid_dispatch``: its candidates' units loop
+    alike except in uneven split-K (one k-tile of difference), where dispatch and round robin agree (equal
+    to the last digit in one-wave splits: gemm_cp_async 128x4096x4096 on h200 and 256x1024x5000 on a100,
+    gemm_sync 128x1760x7000 on v100), and ablating its 331 rows would cost as much as predicting them."""
+    if mechanism not in ("mma_sync_warps", "grid_dispatch"):
         return True
     from gpusim.sim.mma_sync_rate import schedule_issues_mma_sync
 
     parts = [s.strip() for s in schedule.split("+") if s.strip()]
+    if mechanism == "grid_dispatch":
+        return any(not part.startswith("auto:gemm") and _may_be_non_persistent(part) for part in parts)
     return any(part.startswith("auto:") or schedule_issues_mma_sync(part) for part in parts)
+
+
+def _may_be_non_persistent(name_or_path: str) -> bool:
+    """Whether the schedule file launches one CTA per unit (True when it cannot be read)."""
+    from gpusim.errors import GpusimError
+    from gpusim.schedule.load import read_spec
+
+    try:
+        return not read_spec(name_or_path).launch.persistent
+    except (GpusimError, OSError, AttributeError):
+        return True
 
 
 def run_ablations(files: list[str], results: list[RowResult], *, costs: str, model: str | None,

@@ -129,7 +129,8 @@ class _Builder:
         self.pending_roles: list[simpy.Process] = []
         self.ff: FastForward | None = None
         self.queue: TileQueue | None = None
-        """The tile counter of a dynamic_persistent launch whose units differ (None otherwise)."""
+        """The tile counter of a dynamic_persistent launch, or a non-persistent grid, whose units differ
+        (None otherwise)."""
         self.multicast = _tma_multicasts(sched)
         self.memo: dict[tuple, Any] = {}
         self.work = work
@@ -151,7 +152,11 @@ class _Builder:
             if not slot:
                 continue
             first_warp = position * warps_per_cta
-            if self.queue is not None:
+            if self.queue is not None and not sched.launch.persistent:
+                process = self.env.process(self._dispatched_slot(sms, self.queue, first_warp))
+                if self.ff is not None:
+                    self.ff.add_process(process)
+            elif self.queue is not None:
                 self._launch_cluster(
                     sms, [], wave_offset=0, first_warp=first_warp, tiles=ClusterTiles(self.queue)
                 )
@@ -165,6 +170,16 @@ class _Builder:
     def _grid_slot(self, sms: list[SimSM], slot: Sequence[ClusterUnit], first_warp: int):
         for wave, cunit in enumerate(slot):
             procs = self._launch_cluster(sms, [cunit], wave_offset=wave, first_warp=first_warp)
+            yield self.env.all_of(procs)
+
+    def _dispatched_slot(self, sms: list[SimSM], queue: TileQueue, first_warp: int):
+        """A slot of a non-persistent grid whose units differ: each time its cluster exits, the hardware
+        block scheduler gives it the next cluster of the launch order."""
+        while (got := queue.take()) is not None:
+            index, cunit = got
+            procs = self._launch_cluster(
+                sms, [cunit], wave_offset=index // queue.num_slots, first_warp=first_warp
+            )
             yield self.env.all_of(procs)
 
     def _launch_cluster(
@@ -382,8 +397,10 @@ def simulate(
                             smem_fills="smem_fills" in mechanisms_of(arch),
                             smem_operands="smem_operands" in mechanisms_of(arch),
                             mma_sync_fraction=mma_sync_fraction(sched, arch)
-                            if "mma_sync_warps" in mechanisms_of(arch)
-                            else 1.0)  # fmt: skip
+                            if "mma_sync_warps" in mechanisms_of(arch) and not shared_tensor_core
+                            else 1.0,
+                            mma_sync_by_issuing_warps="mma_sync_warps" in mechanisms_of(arch)
+                            and shared_tensor_core)  # fmt: skip
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record is True:

@@ -143,6 +143,8 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "rate_per_ns",
             "batches",
             "active",
+            "sync_jobs",
+            "sync_rate",
             "busy_ns",
             "work_done",
             "coupled_ns",
@@ -765,6 +767,7 @@ class FastForward:
             core = sm.servers.get("tensor")
             if type(core) is SharedTensorCore:
                 pending += [job.done for b in core.batches for q in b.queues.values() for job in q]
+                pending += [job.done for job in core.sync_jobs]
         _move_stage_callbacks(pending, moved)
         for log in logs:  # the chunks the skipped periods landed
             for key, entry in log.items():
@@ -971,12 +974,15 @@ class _Capture:
             for owner in sorted(batch.queues):
                 for job in batch.queues[owner]:
                     self.tensor_job(job)
+        s.append(len(core.sync_jobs))
+        for job in core.sync_jobs:
+            self.tensor_job(job)
         s.append(tuple(job.owner for job in core.active))
         self.values.append(self.now - core._last_update if core.active else 0.0)  # (_busy_since: spans only)
 
     def tensor_job(self, job: TensorJob) -> None:
         self.values += [job.work_ns, job.remaining_ns, job.rate, job.cap, job.latency_ns]
-        self.struct.append((job.owner, job.label, self.event(job.done)))
+        self.struct.append((job.owner, job.label, job.smsp_warps, self.event(job.done)))
 
     def transfer(self, t: Transfer) -> None:
         self.values += [t.bytes, t.l2_coef, t.hbm_coef, t.latency_ns, t.remaining, t.rate]

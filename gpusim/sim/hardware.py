@@ -13,6 +13,7 @@ from gpusim.arch import Arch
 from gpusim.dtypes import bytes_per_element
 from gpusim.errors import ScheduleRefused
 from gpusim.sim.memory import FlowNetwork, Port, Transfer
+from gpusim.sim.mma_sync_rate import WarpRate
 from gpusim.sim.servers import COUPLING_LABEL, FifoServer, SharedTensorCore
 from gpusim.sim.spanlog import BusyLog, SpanLog
 
@@ -71,12 +72,15 @@ class Rates:
     """The tensor core's shared-memory operand reads do too (the ``smem_operands`` mechanism, G3)."""
     mma_sync_fraction: float = 1.0
     """The fraction of the arch's mma.sync rate the warps resident on an SM reach (the ``mma_sync_warps``
-    mechanism, G5; gpusim/sim/mma_sync_rate.py)."""
+    mechanism, G5, on a FIFO tensor core; gpusim/sim/mma_sync_rate.py)."""
+    mma_sync_by_issuing_warps: bool = False
+    """The ``mma_sync_warps`` mechanism on a shared tensor core: the rate follows the warps issuing
+    mma.sync at each moment (``SharedTensorCore.sync_rate``), not a static fraction."""
 
     @classmethod
     def from_arch(cls, arch: Arch, *, shared_tensor_core: bool = False, pipe_coupling: bool = False,
                   smem_fills: bool = False, smem_operands: bool = False,
-                  mma_sync_fraction: float = 1.0) -> Rates:  # fmt: skip
+                  mma_sync_fraction: float = 1.0, mma_sync_by_issuing_warps: bool = False) -> Rates:  # fmt: skip
         """Rates at the sustained clock, with the calibration block's efficiencies and fractions."""
         cal = arch.calibration
         ghz = arch.sustained_clock_mhz / 1000
@@ -108,6 +112,7 @@ class Rates:
             smem_fills=smem_fills,
             smem_operands=smem_operands,
             mma_sync_fraction=mma_sync_fraction,
+            mma_sync_by_issuing_warps=mma_sync_by_issuing_warps,
         )
 
     def mma_flops_per_ns(self, unit: str, dtype: str, where: str) -> float:
@@ -151,7 +156,11 @@ class SimSM:
                     name = sub_server_name(pipe, smsp)
                     self.servers[name] = FifoServer(self.env, name, 1.0, spans=self._span_log())
             elif pipe == "tensor" and self.rates.shared_tensor_core:
-                self.servers[pipe] = SharedTensorCore(self.env, pipe, spans=self._span_log())
+                table = self.rates.arch.tensor_cores.mma_sync.rate_by_warps_per_smsp
+                sync_rate = WarpRate(table) if self.rates.mma_sync_by_issuing_warps and table else None
+                self.servers[pipe] = SharedTensorCore(
+                    self.env, pipe, sync_rate=sync_rate, spans=self._span_log()
+                )
             else:
                 self.servers[pipe] = FifoServer(self.env, pipe, 1.0, spans=self._span_log())
         cap = self.rates.port_bytes_per_ns
@@ -237,15 +246,16 @@ class SimSM:
 
     def mma(self, unit: str, dtype: str, mnk: tuple[float, float, float], *, warps: int, cta_group: int,
             pair: list[SimSM], label: str, where: str, owner: str = "",
-            a_space: str | None = None) -> tuple[simpy.Event, bool]:  # fmt: skip
+            a_space: str | None = None, smsp_warps: tuple[int, ...] = ()) -> tuple[simpy.Event, bool]:  # fmt: skip
         """Book one MMA on the tensor core(s); returns (event, synchronous): mma.sync blocks its warps
         until the result is there, wgmma/tcgen05 return at once and complete through the event.
         ``owner`` names the issuer (its groups run in order on a shared tensor core). ``a_space``: where A
         is read from (None: the unit's default); with the ``smem_operands`` mechanism the bytes the tensor
         core reads from shared memory (:func:`mma_operand_bytes`) take the LSU, and the MMA ends no
-        sooner than they do."""
+        sooner than they do. ``smsp_warps``: the issuing warps per sub-partition (mma.sync's rate follows
+        the warps issuing it at the moment with the ``mma_sync_warps`` mechanism)."""
         event, synchronous = self._mma(unit, dtype, mnk, warps=warps, cta_group=cta_group, pair=pair,
-                                       label=label, where=where, owner=owner)  # fmt: skip
+                                       label=label, where=where, owner=owner, smsp_warps=smsp_warps)  # fmt: skip
         if not self.rates.smem_operands:
             return event, synchronous
         operand_bytes = mma_operand_bytes(unit, mnk, a_space, dtype, cta_group)
@@ -259,13 +269,14 @@ class SimSM:
         return self.env.all_of([event, self.env.timeout(reads_end - now)]), synchronous
 
     def _mma(self, unit: str, dtype: str, mnk: tuple[float, float, float], *, warps: int, cta_group: int,
-             pair: list[SimSM], label: str, where: str, owner: str) -> tuple[simpy.Event, bool]:  # fmt: skip
+             pair: list[SimSM], label: str, where: str, owner: str,
+             smsp_warps: tuple[int, ...] = ()) -> tuple[simpy.Event, bool]:  # fmt: skip
         m, n, k = mnk
         flops = 2.0 * m * n * k
         rate = self.rates.mma_flops_per_ns(unit, dtype, where)
         if self.rates.shared_tensor_core:
             return self._shared_mma(unit, flops, rate, warps=warps, cta_group=cta_group, pair=pair,
-                                    label=label, where=where, owner=owner)  # fmt: skip
+                                    label=label, where=where, owner=owner, smsp_warps=smsp_warps)  # fmt: skip
         if unit == "mma_sync":
             duration = flops / (rate * self.pipe_share(warps))
             self.tensor_flops += flops
@@ -288,13 +299,15 @@ class SimSM:
         return self.env.timeout(end - self.env.now), False
 
     def _shared_mma(self, unit: str, flops: float, rate: float, *, warps: int, cta_group: int,
-                    pair: list[SimSM], label: str, where: str, owner: str) -> tuple[simpy.Event, bool]:  # fmt: skip
+                    pair: list[SimSM], label: str, where: str, owner: str,
+                    smsp_warps: tuple[int, ...] = ()) -> tuple[simpy.Event, bool]:  # fmt: skip
         """``mma`` on tensor cores shared by the groups in flight (``SharedTensorCore``)."""
         if unit == "mma_sync":
             latency = self.rates.arch.tensor_cores.mma_sync.latency_cycles / self.rates.clock_ghz
             core = self.servers["tensor"]
             self.tensor_flops += flops
-            event = core.submit(flops / rate, owner, label, cap=self.pipe_share(warps), latency_ns=latency)  # type: ignore[union-attr]
+            event = core.submit(flops / rate, owner, label, cap=self.pipe_share(warps), latency_ns=latency,  # type: ignore[union-attr]
+                                smsp_warps=smsp_warps)  # fmt: skip
             return event, True
         if cta_group == 2:
             if len(pair) != 2:

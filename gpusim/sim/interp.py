@@ -664,7 +664,8 @@ def _mma(rr: RoleRunner, stmt: Stmt, *_: Any) -> simpy.Event | None:
     label = stmt.label or f"{unit} {int(m)}x{int(n)}x{int(k)}"
     event, synchronous = rr.sm.mma(unit, dtype, (m, n, k), warps=rr.warps, cta_group=cta_group,
                                    pair=rr.cta.pair, label=label, where=stmt.where,
-                                   owner=f"{rr.cta.first_warp}:{rr.name}", a_space=args.a)  # fmt: skip
+                                   owner=f"{rr.cta.first_warp}:{rr.name}", a_space=args.a,
+                                   smsp_warps=rr.smsp_warps)  # fmt: skip
     if synchronous:
         return event
     if unit == "wgmma":

@@ -5,9 +5,11 @@ enough to keep its quarter of the tensor core busy, even with independent accumu
 rate climbs with the warps per SMSP that issue (measured on H200: 48% of the peak with one, 81% with
 two, 97% with four; data/measurements/micro_h200_20261204.csv). The arch's
 ``tensor_cores.mma_sync.rate_by_warps_per_smsp`` holds the measured fractions; the engine applies the
-fraction for the warps the schedule keeps resident on an SM (every role that issues mma.sync, times the
-CTAs resident together), a static count: warps of those roles that are busy with other work at a given
-moment are counted as issuing.
+fraction for the warps issuing mma.sync at each moment: with the shared tensor core
+(``SharedTensorCore.sync_rate``), per sub-partition, counting only the warps whose mma.sync is in flight
+(FA2's warps alternate between their GEMMs and the softmax, so the other CTA's warps often issue alone);
+with the FIFO tensor core (``shared_tensor`` off), a static count of the warps the schedule keeps resident
+on an SM (every role that issues mma.sync, times the CTAs resident together).
 """
 
 from __future__ import annotations
@@ -34,6 +36,21 @@ def rate_fraction(table: Mapping[int, float], warps_per_smsp: float) -> float:
             t = (warps_per_smsp - low) / (high - low)
             return table[low] + t * (table[high] - table[low])
     return table[counts[-1]]
+
+
+class WarpRate:
+    """``rate_fraction`` of one table, for the whole warp counts a sub-partition holds (memoised: the
+    engine asks it at every change of the mma.sync jobs in flight)."""
+
+    def __init__(self, table: Mapping[int, float]) -> None:
+        self.table = dict(table)
+        self._memo: dict[float, float] = {}
+
+    def __call__(self, warps_per_smsp: float) -> float:
+        value = self._memo.get(warps_per_smsp)
+        if value is None:
+            value = self._memo[warps_per_smsp] = rate_fraction(self.table, warps_per_smsp)
+        return value
 
 
 def mma_sync_warps_per_cta(sched: Schedule) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import simpy
@@ -62,6 +63,8 @@ class TensorJob:
     done: simpy.Event
     label: str
     rate: float = 0.0
+    smsp_warps: tuple[int, ...] = ()
+    """For an mma.sync job on a core with a warp-rate table: the issuing warps on each sub-partition."""
 
 
 @dataclass(slots=True, eq=False)
@@ -112,6 +115,13 @@ class SharedTensorCore:
     after them). Inside a batch each issuer's groups run in order and the issuers share the rate equally
     (progressive filling, each at most its ``cap``: an mma.sync role of one warp drives a quarter).
     Busy time integrates the rate in use, so utilization is counted as for a FIFO server.
+
+    With ``sync_rate`` (the arch's measured mma.sync rate by warps per sub-partition; the
+    ``mma_sync_warps`` mechanism), mma.sync is not queued in batches: a warp's mma.sync instructions
+    interleave with every other warp's at instruction granularity, so every mma.sync job in flight runs
+    at once (``sync_jobs``). Each sub-partition delivers ``sync_rate(w)`` of its quarter of the peak for
+    the ``w`` warps issuing mma.sync on it at that moment, shared among them by warp count; a warp busy
+    with other work (softmax, a barrier) does not count. Batched groups share what is left.
     """
 
     env: simpy.Environment
@@ -119,6 +129,8 @@ class SharedTensorCore:
     rate_per_ns: float = 1.0
     batches: deque[IssueBatch] = field(default_factory=deque)
     active: list[TensorJob] = field(default_factory=list)
+    sync_jobs: list[TensorJob] = field(default_factory=list)
+    sync_rate: Callable[[float], float] | None = None
     busy_ns: float = 0.0
     work_done: float = 0.0
     coupled_ns: float = 0.0
@@ -131,9 +143,10 @@ class SharedTensorCore:
     _busy_label: str = ""
 
     def submit(self, work_ns: float, owner: str, label: str = "", cap: float = 1.0,
-               latency_ns: float = 0.0) -> simpy.Event:  # fmt: skip
+               latency_ns: float = 0.0, smsp_warps: tuple[int, ...] = ()) -> simpy.Event:  # fmt: skip
         """Issue ``work_ns`` of full-rate tensor work by ``owner``; the event fires ``latency_ns`` after
-        it is done."""
+        it is done. ``smsp_warps``: an mma.sync job's warps per sub-partition (with ``sync_rate``, it
+        runs beside every other mma.sync job instead of in a batch)."""
         done = self.env.event()
         if work_ns <= 0:
             done.succeed()
@@ -143,6 +156,15 @@ class SharedTensorCore:
         if label != COUPLING_LABEL:
             self.work_done += work_ns
         job = TensorJob(owner, work_ns, work_ns, min(max(cap, 1e-9), 1.0), latency_ns, done, label)
+        if smsp_warps and self.sync_rate is not None:
+            job.smsp_warps = smsp_warps
+            if not self.active:
+                self._busy_since = now
+                self._busy_label = label
+            self.sync_jobs.append(job)
+            self.active.append(job)
+            self._reschedule()
+            return done
         batch = self.batches[-1] if self.batches else None
         if batch is None or batch.issued_ns != now:
             batch = IssueBatch(now)
@@ -176,9 +198,15 @@ class SharedTensorCore:
         self._last_update = now
 
     def _assign_rates(self) -> None:
-        """Progressive filling: equal shares, each job at most its cap, the rest to the others."""
+        """mma.sync jobs first (each sub-partition's rate for the warps issuing on it, split by warp
+        count), then progressive filling of the rest: equal shares, each job at most its cap, the rest
+        to the others."""
         left = self.rate_per_ns
         unfrozen = self.active
+        if self.sync_jobs:
+            left -= self._assign_sync_rates()
+            unfrozen = [j for j in self.active if not j.smsp_warps]
+            left = max(left, 0.0)
         while unfrozen:
             level = left / len(unfrozen)
             capped = [j for j in unfrozen if j.cap * self.rate_per_ns <= level]
@@ -190,6 +218,24 @@ class SharedTensorCore:
                 j.rate = j.cap * self.rate_per_ns
                 left -= j.rate
             unfrozen = [j for j in unfrozen if j.cap * self.rate_per_ns > level]
+
+    def _assign_sync_rates(self) -> float:
+        """Rates of the mma.sync jobs in flight; returns their sum."""
+        jobs = self.sync_jobs
+        rate_of = self.sync_rate
+        assert rate_of is not None
+        smsps = len(jobs[0].smsp_warps)
+        issuing = [0] * smsps
+        for job in jobs:
+            for smsp, count in enumerate(job.smsp_warps):
+                issuing[smsp] += count
+        quarter = self.rate_per_ns / smsps
+        per_warp = [quarter * rate_of(w) / w if w else 0.0 for w in issuing]
+        total = 0.0
+        for job in jobs:
+            job.rate = sum(per_warp[smsp] * count for smsp, count in enumerate(job.smsp_warps))
+            total += job.rate
+        return total
 
     def _reschedule(self) -> None:
         self._version += 1
@@ -211,19 +257,23 @@ class SharedTensorCore:
         finished = [j for j in self.active if j.remaining_ns <= _EPS_NS * max(1.0, j.work_ns)]
         if not finished:
             finished = [min(self.active, key=lambda j: j.remaining_ns / j.rate)]
-        batch = self.batches[0]
+        batch = self.batches[0] if self.batches else None
         for job in finished:
             self.active.remove(job)
+            if job.smsp_warps:
+                self.sync_jobs.remove(job)
+                continue
+            assert batch is not None
             queue = batch.queues[job.owner]
             queue.popleft()
             if queue:
                 self.active.append(queue[0])
             else:
                 del batch.queues[job.owner]
-        if not batch.queues:
+        if batch is not None and not batch.queues:
             self.batches.popleft()
             if self.batches:
-                self.active = [q[0] for q in self.batches[0].queues.values()]
+                self.active = self.sync_jobs + [q[0] for q in self.batches[0].queues.values()]
         if not self.active and self.spans is not None:
             self.spans.append(self._busy_since, self.env.now, self._busy_label)
         self._reschedule()
