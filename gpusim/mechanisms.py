@@ -38,9 +38,12 @@ MECHANISMS: dict[str, str] = {
     "Hopper by DeepGEMM's measured FP8 throughput, docs/accuracy.md); off: the operand path is free",
     "mma_sync_warps": "mma.sync runs at the fraction of its peak that the warps issuing it per sub-partition "
     "reach (the arch's tensor_cores.mma_sync.rate_by_warps_per_smsp, measured; engine-fidelity G5; "
-    "gpusim.sim.mma_sync_rate): on the shared tensor core every mma.sync in flight runs at once and each "
-    "sub-partition's rate follows the warps issuing on it at that moment (a warp in its softmax does not "
-    "count); off, or on an arch without that table: at the peak whatever the warps",
+    "gpusim.sim.mma_sync_rate), for a static count of every warp of an mma.sync role times the resident "
+    "CTAs; off, or on an arch without that table: at the peak whatever the warps",
+    "mma_sync_issuing": "with mma_sync_warps and shared_tensor: every mma.sync in flight runs at once "
+    "(instruction-level interleaving) and each sub-partition's rate follows the warps whose mma.sync is in "
+    "flight on it at that moment (a warp in its softmax does not count; SharedTensorCore.sync_rate); off: "
+    "the static count",
     "grid_dispatch": "a non-persistent grid whose units loop different numbers of times (causal attention) "
     "has its CTAs dispatched as the hardware block scheduler does: the next CTA of the launch order goes to "
     "the slot that frees up (gpusim.sim.scheduler.plan_work); off: slot s runs units s, s + S, ... (static "
@@ -48,13 +51,15 @@ MECHANISMS: dict[str, str] = {
 }
 """Every switchable mechanism with one line on what it does."""
 
-DEFAULT_ON: frozenset[str] = frozenset({"shared_tensor", "pipe_coupling", "mma_sync_warps", "grid_dispatch"})
+DEFAULT_ON: frozenset[str] = frozenset({"shared_tensor", "pipe_coupling", "mma_sync_warps"})
 """Mechanisms on by default: the shared tensor core (the hardware's behaviour; the calibrated overlays
 are fitted with it) and pipe coupling (a no-op at the datasheet overlap of 1; an overlay fitted with it sets
 the overlap). The power model is off: it is not proven better on held-out rows everywhere (docs/power.md);
 an overlay fitted with it (h800's) turns it on for that arch's calibrated predictions. ``mma_sync_warps``
-has no fitted parameter (its table is measured) and is a no-op on archs without the table; nor has
-``grid_dispatch`` (the hardware's behaviour; slower to simulate: every SM is simulated alone)."""
+has no fitted parameter (its table is measured) and is a no-op on archs without the table.
+``mma_sync_issuing`` and ``grid_dispatch`` (2026-12-07) are the hardware's behaviour and fit no parameter,
+but are off until the accuracy report is regenerated with them and the overlays fitted under the static
+plan (a100, h100) are refitted (docs/performance.md)."""
 
 KNOWN_BEFORE_MODEL_KNOWN: frozenset[str] = frozenset(
     {"power", "shared_tensor", "pipe_coupling", "smem_fills", "smem_operands"}
@@ -112,6 +117,11 @@ def in_effect(name: str, arch: Arch) -> bool:
         return "shared_tensor" in on and arch.calibration.tensor_cuda_overlap < 1.0
     if name == "mma_sync_warps":
         return arch.tensor_cores.mma_sync.rate_by_warps_per_smsp is not None
+    if name == "mma_sync_issuing":
+        return {
+            "mma_sync_warps",
+            "shared_tensor",
+        } <= on and arch.tensor_cores.mma_sync.rate_by_warps_per_smsp is not None
     return True
 
 

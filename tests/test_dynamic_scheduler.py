@@ -100,25 +100,34 @@ def test_a_non_persistent_grid_is_dispatched_where_its_units_loop_differently() 
     """The hardware block scheduler hands a grid's next CTA to the slot that frees up: causal FA2 (a query
     block's KV loop grows with its index) is dispatched; non-causal FA2 and a GEMM with edge tiles (the
     same k-loop in every tile) keep the static round robin."""
-    h200 = load_arch("h200")
+    from gpusim.mechanisms import with_model
+
+    h200 = with_model(load_arch("h200"), "+grid_dispatch")
     assert plan_work(load_schedule("attn_fa2_fwd", h200, FA2_CAUSAL), h200).dynamic
     assert not plan_work(load_schedule("attn_fa2_fwd", h200, {**FA2_CAUSAL, "causal": 0}), h200).dynamic
     edge = load_schedule("gemm_cp_async", h200, {"M": 1000, "N": 3000, "K": 512})
     assert not plan_work(edge, h200).dynamic
+    static = load_arch("h200")  # the mechanism off (the default): round robin
+    assert not plan_work(load_schedule("attn_fa2_fwd", static, FA2_CAUSAL), static).dynamic
 
 
 def test_dispatch_spreads_long_ctas_that_round_robin_piles_onto_some_slots(monkeypatch) -> None:
     """Causal FA2 with 16 query blocks per head over 264 slots: round robin gives slot s the blocks s,
-    s + 8, ... (mod 16) of successive heads, so some slots get only long ones; dispatch balances them, so
-    the kernel ends sooner, and its fast-forward agrees with the exact simulation."""
+    s + 8, ... (mod 16) of successive heads, so some slots get only long ones; dispatch (``grid_dispatch``)
+    balances them, so the kernel ends sooner, and its fast-forward agrees with the exact simulation; with
+    loops that do not differ the mechanism keeps round robin."""
     import gpusim.sim.scheduler as scheduler
 
     h200 = load_arch("h200")
     problem = {**FA2_CAUSAL, "heads": 40}
-    dispatched = predict("attn_fa2_fwd", h200, costs="datasheet", attribute=False, **problem)
-    exact = predict("attn_fa2_fwd", h200, costs="datasheet", attribute=False, exact=True, **problem)
+    on = "+grid_dispatch"
+    dispatched = predict("attn_fa2_fwd", h200, costs="datasheet", model=on, attribute=False, **problem)
+    exact = predict("attn_fa2_fwd", h200, costs="datasheet", model=on, attribute=False, exact=True, **problem)
     assert dispatched.time_us == pytest.approx(exact.time_us, rel=5e-3)
-    monkeypatch.setattr(scheduler, "_loop_counts_differ", lambda *_: False)
     static = predict("attn_fa2_fwd", h200, costs="datasheet", attribute=False, **problem)
+    monkeypatch.setattr(scheduler, "_loop_counts_differ", lambda *_: False)
+    assert predict("attn_fa2_fwd", h200, costs="datasheet", model=on, attribute=False, **problem).time_us == (
+        static.time_us
+    )
     assert dispatched.time_us < static.time_us * 0.97
     assert dispatched.tflops > static.tflops

@@ -80,7 +80,7 @@ def _schedule_can_feel(mechanism: str, schedule: str) -> bool:
     alike except in uneven split-K (one k-tile of difference), where dispatch and round robin agree (equal
     to the last digit in one-wave splits: gemm_cp_async 128x4096x4096 on h200 and 256x1024x5000 on a100,
     gemm_sync 128x1760x7000 on v100), and ablating its 331 rows would cost as much as predicting them."""
-    if mechanism not in ("mma_sync_warps", "grid_dispatch"):
+    if mechanism not in ("mma_sync_warps", "mma_sync_issuing", "grid_dispatch"):
         return True
     from gpusim.sim.mma_sync_rate import schedule_issues_mma_sync
 

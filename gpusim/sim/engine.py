@@ -392,15 +392,15 @@ def simulate(
     miss, resident_bytes = panel_misses(sched, plan, arch.memory.l2_size_bytes, multicast)
     if shared_tensor_core is None:
         shared_tensor_core = "shared_tensor" in mechanisms_of(arch)
+    by_issuing = bool(shared_tensor_core) and {"mma_sync_warps", "mma_sync_issuing"} <= mechanisms_of(arch)
     rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core,
                             pipe_coupling="pipe_coupling" in mechanisms_of(arch),
                             smem_fills="smem_fills" in mechanisms_of(arch),
                             smem_operands="smem_operands" in mechanisms_of(arch),
                             mma_sync_fraction=mma_sync_fraction(sched, arch)
-                            if "mma_sync_warps" in mechanisms_of(arch) and not shared_tensor_core
+                            if "mma_sync_warps" in mechanisms_of(arch) and not by_issuing
                             else 1.0,
-                            mma_sync_by_issuing_warps="mma_sync_warps" in mechanisms_of(arch)
-                            and shared_tensor_core)  # fmt: skip
+                            mma_sync_by_issuing_warps=by_issuing)  # fmt: skip
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record is True:

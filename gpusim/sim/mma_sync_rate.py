@@ -5,11 +5,11 @@ enough to keep its quarter of the tensor core busy, even with independent accumu
 rate climbs with the warps per SMSP that issue (measured on H200: 48% of the peak with one, 81% with
 two, 97% with four; data/measurements/micro_h200_20261204.csv). The arch's
 ``tensor_cores.mma_sync.rate_by_warps_per_smsp`` holds the measured fractions; the engine applies the
-fraction for the warps issuing mma.sync at each moment: with the shared tensor core
-(``SharedTensorCore.sync_rate``), per sub-partition, counting only the warps whose mma.sync is in flight
-(FA2's warps alternate between their GEMMs and the softmax, so the other CTA's warps often issue alone);
-with the FIFO tensor core (``shared_tensor`` off), a static count of the warps the schedule keeps resident
-on an SM (every role that issues mma.sync, times the CTAs resident together).
+fraction for a static count of the warps the schedule keeps resident on an SM (every role that issues
+mma.sync, times the CTAs resident together); with the ``mma_sync_issuing`` mechanism (and the shared
+tensor core, ``SharedTensorCore.sync_rate``), per sub-partition for the warps whose mma.sync is in flight
+at each moment (FA2's warps alternate between their GEMMs and the softmax, so the other CTA's warps often
+issue alone).
 """
 
 from __future__ import annotations
