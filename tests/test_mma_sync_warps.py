@@ -194,3 +194,19 @@ def test_fa2_forward_on_h200_is_slower_than_with_a_static_count() -> None:
                          **problem).time_us  # fmt: skip
     assert static <= off / H200_TABLE[2] * 1.001
     assert static < dynamic < off / H200_TABLE[1]
+
+
+def test_a_wgmma_group_beside_mma_sync_that_takes_the_whole_core_waits_for_it() -> None:
+    """Eight warps per SMSP issuing mma.sync take the whole core (the table's 1.0): a batched group issued
+    beside them gets nothing until they finish, then runs at the full rate (no division by a zero rate)."""
+    env, core = _sync_core()
+    ends: dict[str, float] = {}
+
+    def issue(name: str, **kwargs):
+        yield core.submit(100.0, name, name, **kwargs)
+        ends[name] = env.now
+
+    env.process(issue("sync", smsp_warps=(8, 8, 8, 8)))
+    env.process(issue("wgmma"))
+    env.run()
+    assert ends == {"sync": pytest.approx(100.0), "wgmma": pytest.approx(200.0)}

@@ -117,7 +117,7 @@ class SharedTensorCore:
     Busy time integrates the rate in use, so utilization is counted as for a FIFO server.
 
     With ``sync_rate`` (the arch's measured mma.sync rate by warps per sub-partition; the
-    ``mma_sync_warps`` mechanism), mma.sync is not queued in batches: a warp's mma.sync instructions
+    ``mma_sync_issuing`` mechanism), mma.sync is not queued in batches: a warp's mma.sync instructions
     interleave with every other warp's at instruction granularity, so every mma.sync job in flight runs
     at once (``sync_jobs``). Each sub-partition delivers ``sync_rate(w)`` of its quarter of the peak for
     the ``w`` warps issuing mma.sync on it at that moment, shared among them by warp count; a warp busy
@@ -244,6 +244,8 @@ class SharedTensorCore:
         self._assign_rates()
         delay = math.inf
         for job in self.active:
+            if job.rate <= 0:  # a group waiting while mma.sync takes the whole core
+                continue
             until = max(job.remaining_ns, 0.0) / job.rate
             if until < delay:
                 delay = until
@@ -256,7 +258,7 @@ class SharedTensorCore:
         self._advance()
         finished = [j for j in self.active if j.remaining_ns <= _EPS_NS * max(1.0, j.work_ns)]
         if not finished:
-            finished = [min(self.active, key=lambda j: j.remaining_ns / j.rate)]
+            finished = [min(self.active, key=lambda j: j.remaining_ns / j.rate if j.rate > 0 else math.inf)]
         batch = self.batches[0] if self.batches else None
         for job in finished:
             self.active.remove(job)
