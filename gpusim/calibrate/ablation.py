@@ -75,8 +75,8 @@ def rows_with(mechanism: str, results: list[RowResult], costs: str, model: str |
 
 def _schedule_can_feel(mechanism: str, schedule: str) -> bool:
     """Whether the row's schedule (``a+b``: any part) can be changed by ``mechanism``: ``mma_sync_warps``
-    only by a schedule that issues mma.sync (an ``auto:`` search may pick one), ``grid_dispatch`` only by
-    a non-persistent one. ``auto:gemm`` is not ablated for ``grid_dispatch``: its candidates' units loop
+    and ``mma_sync_issuing`` only by a schedule that issues mma.sync (an ``auto:`` search may pick one),
+    ``grid_dispatch`` only by a non-persistent one. ``auto:gemm`` is not ablated for ``grid_dispatch``: its candidates' units loop
     alike except in uneven split-K (one k-tile of difference), where dispatch and round robin agree (equal
     to the last digit in one-wave splits: gemm_cp_async 128x4096x4096 on h200 and 256x1024x5000 on a100,
     gemm_sync 128x1760x7000 on v100), and ablating its 331 rows would cost as much as predicting them."""
