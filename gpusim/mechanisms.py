@@ -118,10 +118,7 @@ def in_effect(name: str, arch: Arch) -> bool:
     if name == "mma_sync_warps":
         return arch.tensor_cores.mma_sync.rate_by_warps_per_smsp is not None
     if name == "mma_sync_issuing":
-        return {
-            "mma_sync_warps",
-            "shared_tensor",
-        } <= on and arch.tensor_cores.mma_sync.rate_by_warps_per_smsp is not None
+        return {"mma_sync_warps", "shared_tensor"} <= on and in_effect("mma_sync_warps", arch)
     return True
 
 

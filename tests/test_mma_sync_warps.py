@@ -115,21 +115,20 @@ def test_an_mma_bound_kernel_slows_by_the_fraction_and_only_with_the_mechanism()
     assert _time("gemm_ws_pingpong", arch) == _time("gemm_ws_pingpong", arch, "-mma_sync_warps")
 
 
-def _sync_core(table: dict[int, float] | None = H200_TABLE):
+def _sync_core():
+    """A shared tensor core with the H200 mma.sync rate by issuing warps, and its environment."""
     import simpy
 
     from gpusim.sim.mma_sync_rate import WarpRate
     from gpusim.sim.servers import SharedTensorCore
 
     env = simpy.Environment()
-    return env, SharedTensorCore(env, "tensor", sync_rate=WarpRate(table) if table else None)
+    return env, SharedTensorCore(env, "tensor", sync_rate=WarpRate(H200_TABLE))
 
 
-def _finish(
-    jobs: list[tuple[float, tuple[int, ...], float]], table: dict[int, float] | None = H200_TABLE
-) -> list[float]:
+def _finish(jobs: list[tuple[float, tuple[int, ...], float]]) -> list[float]:
     """(issue ns, warps per SMSP, full-rate work ns) mma.sync jobs, each by its own warps; finish times."""
-    env, core = _sync_core(table)
+    env, core = _sync_core()
     out = [0.0] * len(jobs)
 
     def issue(i: int, at: float, warps: tuple[int, ...], work: float):
@@ -182,9 +181,8 @@ def test_shared_mma_sync_stays_within_the_tables_bounds(jobs) -> None:
 
 def test_fa2_forward_on_h200_is_slower_than_with_a_static_count() -> None:
     """FA2's warps alternate between their GEMMs and the softmax: counted only while issuing (the
-    ``mma_sync_issuing`` mechanism), the two CTAs
-    of an SM are often one warp per SMSP, so the forward takes longer than at the static 2-warp rate and
-    no longer than at the one-warp rate."""
+    ``mma_sync_issuing`` mechanism), the two CTAs of an SM are often one warp per SMSP, so the forward
+    takes longer than at the static 2-warp rate and no longer than at the one-warp rate."""
     arch = gpusim.load_arch("h200", costs="datasheet")
     problem = {"batch": 2, "heads": 16, "seqlen_q": 2048, "seqlen_kv": 2048, "head_dim": 128}
     dynamic = gpusim.predict("attn_fa2_fwd", arch, costs="datasheet", model="+mma_sync_issuing", attribute=False,

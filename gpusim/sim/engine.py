@@ -30,7 +30,7 @@ from gpusim.sim.interp import Cta, RoleRunner
 from gpusim.sim.l2cache import WaveMisses, panel_misses
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS, HOPELESS_CHECKS, WorkBudget, hopeless, start_budget
 from gpusim.sim.memory import FlowNetwork
-from gpusim.sim.mma_sync_rate import mma_sync_fraction
+from gpusim.sim.mma_sync_rate import WarpRate, mma_sync_fraction
 from gpusim.sim.scheduler import ClusterUnit, SmGroup, WorkPlan, plan_work
 from gpusim.sim.sync import ChunkBuffer, EventBarrier, NamedBarrier, StageRing, Turnstile, couple
 from gpusim.sim.tilequeue import ClusterTiles, DynamicUnits, TileQueue
@@ -392,7 +392,11 @@ def simulate(
     miss, resident_bytes = panel_misses(sched, plan, arch.memory.l2_size_bytes, multicast)
     if shared_tensor_core is None:
         shared_tensor_core = "shared_tensor" in mechanisms_of(arch)
-    by_issuing = bool(shared_tensor_core) and {"mma_sync_warps", "mma_sync_issuing"} <= mechanisms_of(arch)
+    table = arch.tensor_cores.mma_sync.rate_by_warps_per_smsp
+    by_issuing = bool(shared_tensor_core and table) and {
+        "mma_sync_warps",
+        "mma_sync_issuing",
+    } <= mechanisms_of(arch)
     rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core,
                             pipe_coupling="pipe_coupling" in mechanisms_of(arch),
                             smem_fills="smem_fills" in mechanisms_of(arch),
@@ -400,7 +404,7 @@ def simulate(
                             mma_sync_fraction=mma_sync_fraction(sched, arch)
                             if "mma_sync_warps" in mechanisms_of(arch) and not by_issuing
                             else 1.0,
-                            mma_sync_by_issuing_warps=by_issuing)  # fmt: skip
+                            mma_sync_issuing_rate=WarpRate(table) if by_issuing and table else None)  # fmt: skip
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record is True:

@@ -73,14 +73,15 @@ class Rates:
     mma_sync_fraction: float = 1.0
     """The fraction of the arch's mma.sync rate the warps resident on an SM reach (the ``mma_sync_warps``
     mechanism, G5, on a FIFO tensor core; gpusim/sim/mma_sync_rate.py)."""
-    mma_sync_by_issuing_warps: bool = False
-    """The ``mma_sync_warps`` mechanism on a shared tensor core: the rate follows the warps issuing
-    mma.sync at each moment (``SharedTensorCore.sync_rate``), not a static fraction."""
+    mma_sync_issuing_rate: WarpRate | None = None
+    """With the ``mma_sync_issuing`` mechanism on a shared tensor core: the arch's mma.sync rate by the
+    warps issuing it at each moment (``SharedTensorCore.sync_rate``, one for every SM), in place of the
+    static fraction."""
 
     @classmethod
     def from_arch(cls, arch: Arch, *, shared_tensor_core: bool = False, pipe_coupling: bool = False,
                   smem_fills: bool = False, smem_operands: bool = False,
-                  mma_sync_fraction: float = 1.0, mma_sync_by_issuing_warps: bool = False) -> Rates:  # fmt: skip
+                  mma_sync_fraction: float = 1.0, mma_sync_issuing_rate: WarpRate | None = None) -> Rates:  # fmt: skip
         """Rates at the sustained clock, with the calibration block's efficiencies and fractions."""
         cal = arch.calibration
         ghz = arch.sustained_clock_mhz / 1000
@@ -112,7 +113,7 @@ class Rates:
             smem_fills=smem_fills,
             smem_operands=smem_operands,
             mma_sync_fraction=mma_sync_fraction,
-            mma_sync_by_issuing_warps=mma_sync_by_issuing_warps,
+            mma_sync_issuing_rate=mma_sync_issuing_rate,
         )
 
     def mma_flops_per_ns(self, unit: str, dtype: str, where: str) -> float:
@@ -156,10 +157,8 @@ class SimSM:
                     name = sub_server_name(pipe, smsp)
                     self.servers[name] = FifoServer(self.env, name, 1.0, spans=self._span_log())
             elif pipe == "tensor" and self.rates.shared_tensor_core:
-                table = self.rates.arch.tensor_cores.mma_sync.rate_by_warps_per_smsp
-                sync_rate = WarpRate(table) if self.rates.mma_sync_by_issuing_warps and table else None
                 self.servers[pipe] = SharedTensorCore(
-                    self.env, pipe, sync_rate=sync_rate, spans=self._span_log()
+                    self.env, pipe, sync_rate=self.rates.mma_sync_issuing_rate, spans=self._span_log()
                 )
             else:
                 self.servers[pipe] = FifoServer(self.env, pipe, 1.0, spans=self._span_log())
@@ -253,7 +252,7 @@ class SimSM:
         is read from (None: the unit's default); with the ``smem_operands`` mechanism the bytes the tensor
         core reads from shared memory (:func:`mma_operand_bytes`) take the LSU, and the MMA ends no
         sooner than they do. ``smsp_warps``: the issuing warps per sub-partition (mma.sync's rate follows
-        the warps issuing it at the moment with the ``mma_sync_warps`` mechanism)."""
+        the warps issuing it at the moment with the ``mma_sync_issuing`` mechanism)."""
         event, synchronous = self._mma(unit, dtype, mnk, warps=warps, cta_group=cta_group, pair=pair,
                                        label=label, where=where, owner=owner, smsp_warps=smsp_warps)  # fmt: skip
         if not self.rates.smem_operands:
