@@ -58,8 +58,9 @@ the overlap). The power model is off: it is not proven better on held-out rows e
 an overlay fitted with it (h800's) turns it on for that arch's calibrated predictions. ``mma_sync_warps``
 has no fitted parameter (its table is measured) and is a no-op on archs without the table.
 ``mma_sync_issuing`` and ``grid_dispatch`` (2026-12-07) are the hardware's behaviour and fit no parameter,
-but are off until the accuracy report is regenerated with them and the overlays fitted under the static
-plan (a100, h100) are refitted (docs/performance.md)."""
+but are off until the accuracy report is regenerated with them; the overlays fitted under the static plan
+(a100, h100) record that model (``provenance.model``), so switching them on by default leaves those
+overlays' predictions as fitted (docs/how-it-works.md)."""
 
 KNOWN_BEFORE_MODEL_KNOWN: frozenset[str] = frozenset(
     {"power", "shared_tensor", "pipe_coupling", "smem_fills", "smem_operands"}
