@@ -497,7 +497,8 @@ def validate_cmd(
             "--reuse-unchanged",
             help="With --markdown: take each row whose inputs (the row, arch files, its arch's overlay, "
             "schedule files, options) are unchanged from the row results stored beside the report "
-            "(<report>_rows.csv) instead of predicting it again.",
+            "(<report>_rows.csv) instead of predicting it again; rows an interrupted run finished "
+            "(its journal, <report>_rows.journal.csv) are taken too.",
         ),
     ] = False,
     reuse_over_limit: Annotated[
@@ -540,28 +541,39 @@ def validate_cmd(
         raise InputError("--ablate: needs --markdown (the ablation table is a section of the report)")
     costs = "calibrated" if calibrated else "datasheet"
     carry = None
+    journal = None
     ablation_file, ablation_previous = None, {}
     if markdown:
-        from gpusim.calibrate.carryover import Carryover, read_previous, rows_file_for
+        from gpusim.calibrate.carryover import (
+            Carryover,
+            Journal,
+            journal_file_for,
+            read_previous,
+            rows_file_for,
+        )
 
         rows_file = rows_file_for(markdown)
         check_output_path(str(rows_file), "--markdown (its row results)", (".csv",))
         carry = Carryover(costs, model, max_events or None, arch, reuse_over_limit=reuse_over_limit)
+        journal_file = journal_file_for(rows_file)
         if reuse_unchanged:
-            carry.previous = read_previous(rows_file)
+            carry.previous = read_previous(rows_file, journal_file)
         if ablate:
             from gpusim.calibrate.ablation import ablation_rows_file_for
 
             ablation_file = ablation_rows_file_for(markdown)
             check_output_path(str(ablation_file), "--ablate (its row results)", (".csv",))
-            ablation_previous = read_previous(ablation_file) if reuse_unchanged else {}
+            ablation_previous = read_previous(ablation_file, journal_file) if reuse_unchanged else {}
         refuse_writing_over_inputs(files, {"--markdown": markdown, "--markdown (its row results)": str(rows_file),
-                                     "--ablate (its row results)": str(ablation_file) if ablation_file else None})  # fmt: skip
+                                     "--ablate (its row results)": str(ablation_file) if ablation_file else None,
+                                     "--markdown (its journal)": str(journal_file)})  # fmt: skip
+        journal = Journal(journal_file, keep=reuse_unchanged)
     refuse_writing_over_inputs(files, {"--plot": plot or None})
     with progress_bar("validate: rows", quiet) as progress:
         results, summary = run_validate(files, costs=costs, arch_filter=arch, jobs=jobs or None,
                                         max_events=max_events or None, on_progress=progress,
-                                        model=model, carry=carry)  # fmt: skip
+                                        model=model, carry=carry,
+                                        on_results=journal.recorder(carry) if journal is not None else None)  # fmt: skip
     if plot:
         from gpusim.calibrate.plot import plot_predicted_vs_measured
 
@@ -575,7 +587,8 @@ def validate_cmd(
         with progress_bar("validate --ablate: rows", quiet) as progress:
             ablations = run_ablations(files, results, costs=costs, model=model, arch_filter=arch, jobs=jobs or None,
                                       max_events=max_events or None, previous=ablation_previous,
-                                      on_progress=lambda _name, done, total: progress(done, total))  # fmt: skip
+                                      on_progress=lambda _name, done, total: progress(done, total),
+                                      journal=journal)  # fmt: skip
         ablation_lines = ablation_section(results, ablations)
         write_row_parts(ablation_file, [(ab.results, ab.carry) for ab in ablations])
         summary["ablations"] = {ab.mechanism: {"rows": len(ab.results), "carried_over": len(ab.carry.carried)}
@@ -590,6 +603,8 @@ def validate_cmd(
             accuracy_markdown(results, summary, files, ablation_lines), encoding="utf-8"
         )
         write_rows(rows_file, results, carry)
+        if journal is not None:
+            journal.close()
     if as_json:
         _print_json({"rows": [r.as_dict() for r in results], "summary": summary})
     elif as_csv:

@@ -491,3 +491,45 @@ def test_a_launch_past_the_planned_size_is_skipped_with_that_limit_and_predicted
     assert "1,048,576 work units" in reason and "gpusim simulates at most" in reason, reason
     again = json.loads(CliRunner().invoke(app, [*args, "--reuse-unchanged"]).stdout)
     assert again["summary"]["carried_over"] == 0
+
+
+def test_an_interrupted_report_run_resumes_from_its_journal(tmp_path: Path, monkeypatch) -> None:
+    """Each row predicted by `validate --markdown` is appended to a journal beside the report as it
+    finishes: a run stopped midway (Ctrl-C, a machine that goes away) leaves the rows it finished there,
+    the next run with --reuse-unchanged takes them instead of predicting them again (a record cut short
+    is left out), and a run that completes removes the journal."""
+    import gpusim.calibrate.predictor as predictor_module
+
+    sizes = ("1048576", "2097152", "4194304")
+    lines = [_row(**{**STREAM, "params": f"op=copy;bytes={b}"}, value=10 + i) for i, b in enumerate(sizes)]
+    csv_path = _write(tmp_path, "m.csv", lines)
+    report = tmp_path / "acc.md"
+    journal = tmp_path / "acc_rows.journal.csv"
+    args = ["validate", str(csv_path), "--markdown", str(report), "-j", "1", "--json"]
+    real_row = predictor_module.Predictor.row
+    calls: list[int] = []
+
+    def stops_at_the_third(self, m, arch, *rest, **kw):  # type: ignore[no-untyped-def]
+        calls.append(m.line)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_row(self, m, arch, *rest, **kw)
+
+    monkeypatch.setattr(predictor_module.Predictor, "row", stops_at_the_third)
+    stopped = CliRunner().invoke(app, args)
+    assert stopped.exit_code != 0 and not report.exists()
+    recorded = journal.read_text().splitlines()
+    assert len(recorded) == 1 + 2  # header and the two rows finished
+    journal.write_text("\n".join([*recorded, recorded[-1][:20]]) + "\n")  # a last record cut short
+
+    monkeypatch.setattr(predictor_module.Predictor, "row", real_row)
+    resumed = CliRunner().invoke(app, [*args, "--reuse-unchanged"])
+    assert resumed.exit_code == 0, resumed.output
+    summary = json.loads(resumed.stdout)["summary"]
+    assert summary["carried_over"] == 2 and summary["predictions_run"] == 1
+    assert not journal.exists() and len((tmp_path / "acc_rows.csv").read_text().splitlines()) == 1 + 3
+    fresh = CliRunner().invoke(app, args)  # without --reuse-unchanged every row is predicted again
+    assert json.loads(fresh.stdout)["summary"]["carried_over"] == 0
+    assert [r["predicted_time_us"] for r in json.loads(fresh.stdout)["rows"]] == [
+        r["predicted_time_us"] for r in json.loads(resumed.stdout)["rows"]
+    ]

@@ -18,7 +18,7 @@ from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.calibrate.accuracy import _f
-from gpusim.calibrate.carryover import Carryover, RowRecord
+from gpusim.calibrate.carryover import Carryover, Journal, RowRecord
 from gpusim.calibrate.stats import error_stats
 from gpusim.calibrate.validate import RowResult, arch_for, run_validate
 from gpusim.errors import GpusimError
@@ -105,9 +105,11 @@ def run_ablations(files: list[str], results: list[RowResult], *, costs: str, mod
                   arch_filter: str | None, jobs: int | None, max_events: int | None,
                   previous: dict[tuple[str, int, str], RowRecord],
                   on_progress: Callable[[str, int, int], None] = lambda name, done, total: None,
+                  journal: Journal | None = None,
                   ) -> list[Ablation]:  # fmt: skip
     """Every mechanism switched off, in turn, on the rows whose arch has it on (``previous``: stored
-    variant results to carry over where a row's digest is unchanged)."""
+    variant results to carry over where a row's digest is unchanged; ``journal``: where each variant
+    result is appended as it is predicted)."""
     out = []
     for mechanism in sorted(MECHANISMS):
         selected = rows_with(mechanism, results, costs, model)
@@ -118,7 +120,8 @@ def run_ablations(files: list[str], results: list[RowResult], *, costs: str, mod
             continue
         rows, _summary = run_validate(files, costs=costs, arch_filter=arch_filter, jobs=jobs, max_events=max_events,
                                       on_progress=lambda done, total, m=mechanism: on_progress(m, done, total),
-                                      model=variant, carry=carry, only=selected)  # fmt: skip
+                                      model=variant, carry=carry, only=selected,
+                                      on_results=None if journal is None else journal.recorder(carry))  # fmt: skip
         out.append(Ablation(mechanism, rows, carry))
     return out
 

@@ -175,8 +175,18 @@ def _composed_from(path: Path, depth: int = 0) -> list[Path] | None:
     return out
 
 
-def read_previous(path: Path) -> dict[tuple[str, int, str], RowRecord]:
-    """The stored row results at ``path`` (none when the file does not exist)."""
+def read_previous(path: Path, journal: Path | None = None) -> dict[tuple[str, int, str], RowRecord]:
+    """The stored row results at ``path`` (none when the file does not exist), and those of an
+    interrupted run's ``journal`` where one exists (:class:`Journal`; its results replace stored ones
+    with the same digest)."""
+    out = _read_records(path)
+    if journal is not None:
+        out.update(_read_records(journal, partial_last=True))
+    return out
+
+
+def _read_records(path: Path, partial_last: bool = False) -> dict[tuple[str, int, str], RowRecord]:
+    """``partial_last``: a record cut short (a journal whose run was killed while writing) is left out."""
     if not path.is_file():
         return {}
     out: dict[tuple[str, int, str], RowRecord] = {}
@@ -187,6 +197,8 @@ def read_previous(path: Path) -> dict[tuple[str, int, str], RowRecord]:
                 raise InputError(f"{quote(str(path))}: not a row-results file of gpusim validate (expected the "
                                  f"columns {', '.join(COLUMNS)})")  # fmt: skip
             for rec in reader:
+                if partial_last and (None in rec.values() or None in rec):
+                    continue
                 out[(rec["file"], int(rec["line"]), rec["inputs"])] = RowRecord(
                     rec["arch"], rec["family"], _number(rec["measured_time_us"]),
                     _number(rec["predicted_time_us"]), rec["skipped"] or None, rec["costs"] or None,
@@ -218,9 +230,52 @@ def write_row_parts(path: Path, parts: list[tuple[list[Any], Carryover]]) -> Non
         writer.writerow(COLUMNS)
         for results, carry in parts:
             for r in results:
-                writer.writerow([
-                    Path(r.m.file).name, r.m.line, carry.digests.get(r.m.index, ""), r.arch, r.family,
-                    "" if r.measured_time_us is None else repr(r.measured_time_us),
-                    "" if r.predicted_time_us is None else repr(r.predicted_time_us),
-                    portable_reason(r.skipped or ""), r.costs or "", carry.carried.get(r.m.index, today), carry.model or "default",
-                ])  # fmt: skip
+                writer.writerow(_record_cells(r, carry, today))
+
+
+def _record_cells(r: Any, carry: Carryover, today: str) -> list[Any]:
+    return [
+        Path(r.m.file).name, r.m.line, carry.digests.get(r.m.index, ""), r.arch, r.family,
+        "" if r.measured_time_us is None else repr(r.measured_time_us),
+        "" if r.predicted_time_us is None else repr(r.predicted_time_us),
+        portable_reason(r.skipped or ""), r.costs or "", carry.carried.get(r.m.index, today), carry.model or "default",
+    ]  # fmt: skip
+
+
+def journal_file_for(rows_file: Path) -> Path:
+    """The journal of a run that writes ``rows_file`` (``docs/accuracy_rows.csv`` ->
+    ``docs/accuracy_rows.journal.csv``)."""
+    return rows_file.with_name(f"{rows_file.stem}.journal.csv")
+
+
+class Journal:
+    """Row results appended as they are predicted, so that an interrupted ``gpusim validate --markdown``
+    (Ctrl-C, a machine that goes away) loses no finished row: the next run with ``--reuse-unchanged``
+    reads the journal beside the stored results (:func:`read_previous`) and carries those rows over. A
+    run that completes writes the row-results files and removes the journal; a run without
+    ``--reuse-unchanged`` starts a new one."""
+
+    def __init__(self, path: Path, *, keep: bool) -> None:
+        self.path = path
+        if not keep and path.exists():
+            path.unlink()
+
+    def recorder(self, carry: Carryover) -> Any:
+        """A callback for :func:`gpusim.calibrate.validate.run_validate`'s ``on_results`` that appends
+        those results with ``carry``'s digests (and model)."""
+
+        def record(results: list[Any]) -> None:
+            today = dt.date.today().isoformat()
+            new = not self.path.exists()
+            with self.path.open("a", encoding="utf-8", newline="") as f:
+                writer = csv.writer(f, lineterminator="\n")
+                if new:
+                    writer.writerow(COLUMNS)
+                for r in results:
+                    writer.writerow(_record_cells(r, carry, today))
+
+        return record
+
+    def close(self) -> None:
+        """The run completed: its results are in the row-results files."""
+        self.path.unlink(missing_ok=True)

@@ -104,9 +104,10 @@ def precheck(m: Measurement) -> str | None:
 def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_filter: str | None = None,
                   predictor: Predictor | None = None, arch_override: Arch | None = None,
                   on_progress: Callable[[int, int], None] | None = None,
-                  model: str | None = None) -> list[RowResult]:  # fmt: skip
+                  model: str | None = None,
+                  on_result: Callable[[RowResult], None] | None = None) -> list[RowResult]:  # fmt: skip
     """Predict each row (``arch_override``: use this Arch for every row of its id;
-    ``on_progress(done, total)`` after each row)."""
+    ``on_progress(done, total)`` before each row, ``on_result(result)`` after it)."""
     predictor = predictor or Predictor()
     arch_cache: dict[str, Arch | str] = {}
     wanted = resolve_arch_id(arch_filter) if arch_filter else None
@@ -137,6 +138,8 @@ def validate_rows(rows: list[Measurement], *, costs: Costs = "calibrated", arch_
         except Skip as exc:
             res.skipped = str(exc)
             res.predicted_time_us = None
+        if on_result is not None:
+            on_result(res)
     return results
 
 
@@ -323,6 +326,7 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
                  model: str | None = None,
                  carry: Carryover | None = None,
                  only: set[int] | None = None,
+                 on_results: Callable[[list[RowResult]], None] | None = None,
                  ) -> tuple[list[RowResult], dict[str, Any]]:  # fmt: skip
     """Read, predict and summarise; the summary carries the wall time and simulation count.
 
@@ -334,6 +338,8 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
     for the work limit is, unless ``carry.reuse_over_limit``: the digest does not cover gpusim's code,
     which may have become faster).
     ``only``: predict just the rows with these indices (the others are left out of the results).
+    ``on_results(results)``: called with the rows predicted, as they finish (a journal that lets an
+    interrupted run resume, :class:`gpusim.calibrate.carryover.Journal`).
     """
     t0 = time.perf_counter()
     if jobs is not None and jobs < 0:
@@ -378,13 +384,16 @@ def run_validate(paths: list[str | Path], *, costs: Costs = "calibrated", arch_f
             _worker, [(t, costs, arch_filter, max_events, model) for t in tasks], jobs
         ):
             results.extend(out)
+            if on_results is not None:
+                on_results(out)
             simulations += count
             on_progress(len(results), len(rows))
         results.sort(key=lambda r: r.m.index)
     else:
         predictor = Predictor(max_events)
         results = validate_rows(rows, costs=costs, arch_filter=arch_filter, predictor=predictor,
-                                on_progress=on_progress, model=model)  # fmt: skip
+                                on_progress=on_progress, model=model,
+                                on_result=None if on_results is None else lambda r: on_results([r]))  # fmt: skip
         simulations = predictor.simulations
     if carried:
         results = sorted(results + carried, key=lambda r: r.m.index)
