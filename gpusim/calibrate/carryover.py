@@ -21,6 +21,7 @@ import csv
 import datetime as dt
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -260,7 +261,7 @@ class Journal:
         if not keep and path.exists():
             path.unlink()
 
-    def recorder(self, carry: Carryover) -> Any:
+    def recorder(self, carry: Carryover) -> Callable[[list[Any]], None]:
         """A callback for :func:`gpusim.calibrate.validate.run_validate`'s ``on_results`` that appends
         those results with ``carry``'s digests (and model)."""
 
