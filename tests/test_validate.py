@@ -533,3 +533,19 @@ def test_an_interrupted_report_run_resumes_from_its_journal(tmp_path: Path, monk
     assert [r["predicted_time_us"] for r in json.loads(fresh.stdout)["rows"]] == [
         r["predicted_time_us"] for r in json.loads(resumed.stdout)["rows"]
     ]
+
+
+def test_a_journal_that_is_not_one_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A garbled journal beside the report stops --reuse-unchanged with one line naming the file and what to
+    do (never a traceback); without --reuse-unchanged it is replaced."""
+    csv_path = _write(tmp_path, "m.csv", [_row(**STREAM, value=10)])
+    report = tmp_path / "acc.md"
+    journal = tmp_path / "acc_rows.journal.csv"
+    journal.write_text("not,a,journal\n1,2,3\n")
+    args = ["validate", str(csv_path), "--markdown", str(report), "-j", "1", "--json"]
+    refused = CliRunner().invoke(app, [*args, "--reuse-unchanged"])
+    assert isinstance(refused.exception, InputError)
+    assert "acc_rows.journal.csv" in str(refused.exception) and "not a row-results file" in str(
+        refused.exception
+    )
+    assert CliRunner().invoke(app, args).exit_code == 0 and not journal.exists()
