@@ -649,6 +649,14 @@ def calibrate_cmd(
             "--jobs", "-j", help="Processes the row predictions run in (default 1; 0: the CPU count)."
         ),
     ] = 1,
+    cache: Annotated[
+        str | None,
+        typer.Option(
+            "--cache",
+            help="Keep every simulation's result in this directory and reuse those whose inputs (gpusim's "
+            "code, the arch, the schedule files, the problem) are unchanged: a stopped fit resumes there.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
     quiet: QuietFlag = False,
 ) -> None:
@@ -674,7 +682,10 @@ def calibrate_cmd(
         raise InputError(f"--jobs {jobs}: expected 0 (the CPU count) or more")
     import os
 
+    from gpusim.calibrate.store import open_store
     from gpusim.mechanisms import with_model
+
+    open_store(cache)  # a path that cannot be the cache is refused before any simulation
 
     base = with_model(load_arch(arch, costs="datasheet"), model)
     if (
@@ -683,7 +694,8 @@ def calibrate_cmd(
         check_output_path(str(user_overlay_path(base.id)), "calibration overlay", YAML_SUFFIXES)
     with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
         result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
-                           on_progress=progress, use_micro=not no_micro, jobs=jobs or os.cpu_count() or 1)  # fmt: skip
+                           on_progress=progress, use_micro=not no_micro, jobs=jobs or os.cpu_count() or 1,
+                           cache_dir=cache)  # fmt: skip
     target = Path(out) if out else user_overlay_path(base.id)
     if not dry_run:
         write_overlay(target, base.id, result["calibration"])

@@ -295,11 +295,13 @@ def micro_fixed(
 
 def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = None,
               max_rows: int = MAX_FIT_ROWS, on_progress: Any = None, use_micro: bool = True,
-              jobs: int = 1) -> dict[str, Any]:  # fmt: skip
+              jobs: int = 1, cache_dir: str | None = None) -> dict[str, Any]:  # fmt: skip
     """Fit ``base``'s calibration block to its rows; returns the block, provenance and report.
     ``on_progress(simulations, 0)`` is called after each simulation (progress bars). Microbenchmark rows
     among ``rows`` (``use_micro``) fix the calibration fields they measure (:func:`micro_fixed`).
-    ``jobs``: processes the row predictions run in (the fitted values do not depend on it)."""
+    ``jobs``: processes the row predictions run in (the fitted values do not depend on it).
+    ``cache_dir``: keep every simulation's result there and reuse those whose inputs are unchanged
+    (gpusim.calibrate.store), so a stopped fit resumes where it stopped."""
     t0 = time.perf_counter()
     fixed, micro_report = micro_fixed(rows, base, names) if use_micro else ({}, {})
     base = _arch_with(base, fixed, origin="datasheet")
@@ -307,7 +309,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     chosen, n_usable = _select(rows, base.id, max_rows, dropped)
     if not chosen:
         raise InputError(f"calibrate: no usable measured rows for {base.id}")
-    pool = RowPool(jobs, on_progress=on_progress)
+    pool = RowPool(jobs, on_progress=on_progress, cache_dir=cache_dir)
     base_outcomes = pool.base(chosen, base)
     base_results = [result for result, _ in base_outcomes]
     base_parts = {result.m.index: parts for result, parts in base_outcomes if isinstance(parts, list)}
@@ -480,5 +482,6 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
         "skipped": skipped,
         "wall_s": round(time.perf_counter() - t0, 2),
         "simulations": pool.simulations,
+        "reused": pool.reused,
         "micro": micro_report,
     }

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpusim.arch import Arch
 from gpusim.calibrate.measurements import Measurement
+from gpusim.calibrate.store import PredictionStore, prediction_key
 from gpusim.errors import (
     DeadlockError,
     GpusimError,
@@ -139,12 +140,26 @@ class Predictor:
     reason.
     """
 
-    def __init__(self, max_events: int | None = DEFAULT_MAX_EVENTS, on_simulation: Any = None) -> None:
+    def __init__(self, max_events: int | None = DEFAULT_MAX_EVENTS, on_simulation: Any = None,
+                 store: PredictionStore | None = None) -> None:  # fmt: skip
         self.cache: dict[tuple[Any, ...], PartPrediction | str] = {}
         self.simulations = 0
         self.max_events = max_events
         self.on_simulation = on_simulation
         """Called as ``on_simulation(count, 0)`` after each prediction run (progress bars)."""
+        self.store = store
+        """Results kept on disk across runs (``--cache``; gpusim.calibrate.store), or None."""
+
+    def _stored_key(self, schedule: str, arch: Arch, problem: dict[str, Any], pinned: Any,
+                    start: ClockStart | None) -> str | None:  # fmt: skip
+        if self.store is None:
+            return None
+        return prediction_key(schedule, arch, problem, pinned, start, self.max_events)
+
+    def _keep(self, key: tuple[Any, ...], stored_key: str | None, value: PartPrediction | str) -> None:
+        self.cache[key] = value
+        if stored_key is not None and self.store is not None:
+            self.store.put(stored_key, value)
 
     def part(self, schedule: str, arch: Arch, problem: dict[str, Any],
              pinned: tuple[str, tuple[tuple[str, Any], ...]] | None = None,
@@ -161,7 +176,7 @@ class Predictor:
                           "events (raise --max-events)")  # fmt: skip
             else:  # a size past what gpusim plans (a launch's CTAs, a problem size): no flag raises it
                 reason = quote(exc, 400)
-            self.cache[key] = reason
+            self._keep(key, self._stored_key(schedule, arch, problem, pinned, start), reason)
             raise Skip(reason) from None
 
     def _part(self, schedule: str, arch: Arch, problem: dict[str, Any],
@@ -176,6 +191,14 @@ class Predictor:
             raise Skip(hit)
         if hit is not None:
             return hit
+        stored_key = self._stored_key(schedule, arch, problem, pinned, start)
+        if stored_key is not None and self.store is not None:
+            kept = self.store.get(stored_key)
+            if kept is not None:
+                self.cache[key] = kept
+                if isinstance(kept, str):
+                    raise Skip(kept)
+                return kept
         # the arch already carries the costs to use (datasheet, calibrated or a fit's trial point)
         costs = arch.calibration.origin
         try:
@@ -201,19 +224,19 @@ class Predictor:
             if self.on_simulation is not None:
                 self.on_simulation(self.simulations, 0)
         except Skip as exc:
-            self.cache[key] = str(exc)
+            self._keep(key, stored_key, str(exc))
             raise
         except UnknownNameError as exc:
             reason = str(exc)
-            self.cache[key] = reason
+            self._keep(key, stored_key, reason)
             raise Skip(reason) from None
         except LimitExceeded:
             raise
         except (ScheduleRefused, DeadlockError, GpusimError) as exc:
             reason = f"{schedule}: {exc}" if not str(exc).startswith(schedule) else str(exc)
-            self.cache[key] = reason
+            self._keep(key, stored_key, reason)
             raise Skip(reason) from None
-        self.cache[key] = result
+        self._keep(key, stored_key, result)
         return result
 
     def row(self, m: Measurement, arch: Arch,

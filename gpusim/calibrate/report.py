@@ -59,7 +59,8 @@ def calibrate_text(result: dict[str, Any]) -> str:
     cal = result["calibration"]
     prov = cal["provenance"]
     lines = [f"calibrated {result['arch']} from its datasheet costs on {prov['rows_used']} rows (of {prov['rows_usable']} usable) "
-             f"in {result['wall_s']} s ({result['simulations']} simulations)"]  # fmt: skip
+             f"in {result['wall_s']} s ({result['simulations']} simulations"
+             + (f", {result['reused']} results reused from --cache" if result.get("reused") else "") + ")"]  # fmt: skip
     for name in prov["fitted"]:
         lo, hi = prov["bounds"][name]
         lines.append(f"  {name} = {cal[name]} (bounds {lo}..{hi})")

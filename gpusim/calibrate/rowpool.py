@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from gpusim.arch import Arch
 from gpusim.calibrate.measurements import Measurement
 from gpusim.calibrate.predictor import PartPrediction, Predictor, Skip
+from gpusim.calibrate.store import open_store
 from gpusim.calibrate.validate import RowResult, map_in_processes, validate_rows
 from gpusim.sim.limits import DEFAULT_MAX_EVENTS
 from gpusim.sim.power import ClockStart
@@ -57,30 +58,48 @@ _Out = TypeVar("_Out")
 _Work = Callable[[Predictor, PartsRequest], _Out]
 
 
-def _task(args: tuple[_Work[_Out], int, PartsRequest, int | None]) -> tuple[int, _Out, int]:
-    """One request in a worker process, with its own predictor (the work function is picklable by name)."""
-    work, index, req, max_events = args
-    predictor = Predictor(max_events)
-    return index, work(predictor, req), predictor.simulations
+def _task(args: tuple[_Work[_Out], int, PartsRequest, int | None, str | None]) -> tuple[int, _Out, int, int]:
+    """One request in a worker process, with its own predictor (the work function is picklable by name):
+    its result, the simulations it ran and the results it took from the cache."""
+    work, index, req, max_events, cache_dir = args
+    store = open_store(cache_dir)
+    hits = store.hits if store is not None else 0
+    predictor = Predictor(max_events, store=store)
+    result = work(predictor, req)
+    return index, result, predictor.simulations, (store.hits - hits) if store is not None else 0
 
 
 class RowPool:
     """Batches of row predictions for a fit, serial (``jobs`` 1) or in ``jobs`` processes."""
 
     def __init__(
-        self, jobs: int = 1, max_events: int | None = DEFAULT_MAX_EVENTS, on_progress: Any = None
+        self,
+        jobs: int = 1,
+        max_events: int | None = DEFAULT_MAX_EVENTS,
+        on_progress: Any = None,
+        cache_dir: str | None = None,
     ) -> None:
         self.jobs = max(1, jobs)
         self.max_events = max_events
         self.on_progress = on_progress
         """Called as ``on_progress(simulations, 0)`` as predictions finish (progress bars)."""
-        self._predictor = Predictor(max_events)
+        self.cache_dir = cache_dir
+        """Where simulation results are kept across runs (gpusim.calibrate.store), or None."""
+        self._predictor = Predictor(max_events, store=open_store(cache_dir))
         self._worker_simulations = 0
+        self._worker_reused = 0
+        self._hits_before = self._predictor.store.hits if self._predictor.store is not None else 0
 
     @property
     def simulations(self) -> int:
         """Predictions run so far (this process's and the workers')."""
         return self._predictor.simulations + self._worker_simulations
+
+    @property
+    def reused(self) -> int:
+        """Predictions taken from the cache directory instead of simulated (``cache_dir``)."""
+        own = self._predictor.store.hits - self._hits_before if self._predictor.store is not None else 0
+        return own + self._worker_reused
 
     def _progress(self) -> None:
         if self.on_progress is not None:
@@ -103,10 +122,11 @@ class RowPool:
                 out.append(work(self._predictor, req))
                 self._progress()
             return out
-        tasks = [(work, i, req, self.max_events) for i, req in enumerate(requests)]
+        tasks = [(work, i, req, self.max_events, self.cache_dir) for i, req in enumerate(requests)]
         results: dict[int, _Out] = {}
-        for index, result, simulations in map_in_processes(_task, tasks, self.jobs):
+        for index, result, simulations, reused in map_in_processes(_task, tasks, self.jobs):
             results[index] = result
             self._worker_simulations += simulations
+            self._worker_reused += reused
             self._progress()
         return [results[i] for i in range(len(requests))]
