@@ -14,6 +14,7 @@ from gpusim.calibrate.fit import _arch_with, calibrate
 from gpusim.calibrate.measurements import COLUMNS, read_measurements
 from gpusim.calibrate.predictor import PartPrediction, Predictor
 from gpusim.calibrate.store import PredictionStore, prediction_key
+from gpusim.errors import InputError
 from gpusim.sim.power import ClockSensitivity, ClockStart
 
 HEADER = ",".join(COLUMNS)
@@ -123,3 +124,26 @@ def test_a_cache_path_that_is_a_file_is_refused(tmp_path: Path, run_cli) -> None
     rows.write_text(HEADER + "\n")
     rc, out, err = run_cli(["calibrate", str(rows), "--arch", "h100", "--dry-run", "--cache", str(path)])
     assert rc == 2 and "--cache" in err and "not a directory" in err and "Traceback" not in err + out
+
+
+def test_rows_over_the_fit_event_cap_are_left_out_with_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.csv"
+    path.write_text(
+        HEADER
+        + "\nsrc0,h100,stream,fp32,,,,1,,,,,,time,90,us,,op=copy;bytes=134217728"
+        + "\nsrc1,h100,stream,fp32,,,,1,,,,,,time,180,us,,op=copy;bytes=268435456"
+        + "\nsrc1,h100,gemm_ws_pingpong,bf16,1024,1024,1024,,,,,,,time,12,us,,\n"
+    )
+    rows = read_measurements([path])
+    base = load_arch("h100")
+    predictor = Predictor()
+    events = [predictor.row_parts(m, base)[0].events for m in rows]
+    assert all(e > 0 for e in events) and len(set(events)) > 1
+    cap = sorted(events)[1]
+    res = calibrate(rows, base, ["hbm_bandwidth_fraction"], max_fit_events=cap)
+    left = {i for i, why in res["skipped"].items() if why.startswith("left out of the fit")}
+    assert left == {m.index for m, e in zip(rows, events, strict=True) if e > cap}
+    assert res["calibration"]["provenance"]["rows_used"] == len(rows) - len(left)
+    assert all(f"over --max-fit-events {cap:,}" in res["skipped"][i] for i in left)
+    with pytest.raises(InputError, match="every usable row of h100 simulates more than --max-fit-events 1 "):
+        calibrate(rows, base, ["hbm_bandwidth_fraction"], max_fit_events=1)

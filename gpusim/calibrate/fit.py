@@ -43,10 +43,6 @@ MAX_ITERS = 3
 TRUST_LOG_STEP = 0.3
 """How far (in log) one iteration may move a multiplicative parameter: the linearisation around the
 current point is believed that far (x0.74 .. x1.35)."""
-FIT_BUDGET_US: float | None = None
-"""Optional cap on the measured GPU time (us) the fit rows may add up to, times (parameters + 1) x
-iterations. None: every usable row is fitted (the fast-forward makes a prediction's cost independent
-of the kernel's length)."""
 MAX_FIT_ROWS = 0
 """0: no cap on the rows per arch."""
 
@@ -180,30 +176,10 @@ def _solve(rows: list[FitRow], mult: list[FitParam], add: FitParam | None, xc: n
     return sol.x * scale
 
 
-def _within_budget(rows: list[FitRow], n_params: int) -> list[FitRow]:
-    """The shortest kernels of each family, taken in turn, while the fit's cost stays in budget.
-
-    Each kept row costs its measured time x (parameters + 1) x iterations in FIT_BUDGET_US; at least 3
-    rows per family are kept when there are.
-    """
-    seconds = {fr.m.index: fr.measured_us for fr in rows}
-    per_family: dict[str, list[FitRow]] = defaultdict(list)
-    for fr in sorted(rows, key=lambda fr: (seconds.get(fr.m.index, 0.0), fr.m.index)):
-        per_family[fr.family].append(fr)
-    kept: list[FitRow] = []
-    spent = 0.0
-    factor = (n_params + 1) * MAX_ITERS
-    for rank in range(max((len(v) for v in per_family.values()), default=0)):
-        for fam in sorted(per_family):
-            if rank >= len(per_family[fam]):
-                continue
-            fr = per_family[fam][rank]
-            cost = seconds.get(fr.m.index, 0.0) * factor
-            if FIT_BUDGET_US is not None and rank >= 3 and spent + cost > FIT_BUDGET_US:
-                continue
-            kept.append(fr)
-            spent += cost
-    return sorted(kept, key=lambda fr: fr.m.index)
+def _fit_events(fr: FitRow) -> int:
+    """The events a row's prediction simulated in detail (its parts together): what every further point
+    of the fit costs for it."""
+    return sum(part.events for part in fr.parts)
 
 
 def _still_moving(mult: list[FitParam], x: np.ndarray, last_step: np.ndarray) -> list[str]:
@@ -295,13 +271,16 @@ def micro_fixed(
 
 def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = None,
               max_rows: int = MAX_FIT_ROWS, on_progress: Any = None, use_micro: bool = True,
-              jobs: int = 1, cache_dir: str | None = None) -> dict[str, Any]:  # fmt: skip
+              jobs: int = 1, cache_dir: str | None = None,
+              max_fit_events: int | None = None) -> dict[str, Any]:  # fmt: skip
     """Fit ``base``'s calibration block to its rows; returns the block, provenance and report.
     ``on_progress(simulations, 0)`` is called after each simulation (progress bars). Microbenchmark rows
     among ``rows`` (``use_micro``) fix the calibration fields they measure (:func:`micro_fixed`).
     ``jobs``: processes the row predictions run in (the fitted values do not depend on it).
     ``cache_dir``: keep every simulation's result there and reuse those whose inputs are unchanged
-    (gpusim.calibrate.store), so a stopped fit resumes where it stopped."""
+    (gpusim.calibrate.store), so a stopped fit resumes where it stopped. ``max_fit_events``: rows whose
+    prediction simulates more events than this in detail are left out of the fit (each is predicted once,
+    at the start; every further point would cost as much again), with that reason among the skipped."""
     t0 = time.perf_counter()
     fixed, micro_report = micro_fixed(rows, base, names) if use_micro else ({}, {})
     base = _arch_with(base, fixed, origin="datasheet")
@@ -346,13 +325,20 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     fit_rows = [FitRow(r.m, r.family, r.measured_time_us, base_time_us(r), r.pins or (), np.zeros(len(mult)),
                        base_parts.get(r.m.index, []))
                 for r in ok]  # fmt: skip
-    fit_rows = _within_budget(fit_rows, len(mult))
-    used = {fr.m.index for fr in fit_rows}
-    for r in ok:
-        if r.m.index not in used:
-            skipped[r.m.index] = (
-                "left out of the fit: the fit's simulation budget (FIT_BUDGET_US) was spent on shorter kernels"
+    if max_fit_events:
+        costly = [fr for fr in fit_rows if _fit_events(fr) > max_fit_events]
+        for fr in costly:
+            skipped[fr.m.index] = (
+                f"left out of the fit: its prediction simulates {_fit_events(fr):,} events in detail, over "
+                f"--max-fit-events {max_fit_events:,} (gpusim validate predicts it at the fitted point)"
             )
+        fit_rows = [fr for fr in fit_rows if _fit_events(fr) <= max_fit_events]
+        if not fit_rows:
+            raise InputError(
+                f"calibrate: every usable row of {base.id} simulates more than --max-fit-events "
+                f"{max_fit_events:,} events (the cheapest: {min(_fit_events(fr) for fr in costly):,})"
+            )
+    used = {fr.m.index for fr in fit_rows}
     x = x0.copy()
     iterations = 0
     last_step = np.zeros(len(mult))

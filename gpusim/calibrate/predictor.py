@@ -40,6 +40,8 @@ class PartPrediction:
     """The clock the prediction ran at (the power model's answer where it is on)."""
     sensitivity: ClockSensitivity | None = None
     """Where the power model limited the clock: its local slopes there (gpusim.sim.power)."""
+    events: int = 0
+    """Events its simulation ran in detail (what predicting it again costs)."""
 
     def start(self) -> ClockStart | None:
         """Where a nearby model point's power fixed point may start (None: not power-limited)."""
@@ -275,6 +277,7 @@ def _part_prediction(schedule: str, prediction: Any, chosen: Any) -> PartPredict
         chosen,
         prediction.clock_mhz,
         ClockSensitivity(sens["power_slope"], sens["time_slope"]) if sens else None,
+        int(prediction.sim.get("events") or 0),
     )
 
 

@@ -77,6 +77,16 @@ def calibrate_text(result: dict[str, Any]) -> str:
                      f"{_f(a.get('median_abs_pct')):>9s}/{_f(a.get('p90_abs_pct')):<8s} "
                      f"{_f(c.get('median_abs_pct')):>7s}/{_f(c.get('p90_abs_pct')):<8s}")  # fmt: skip
     lines.append(f"  cross-validation: {prov['cross_validation']['method']} (linearised model)")
+    costly = sorted(
+        int(i)
+        for i, why in (result.get("skipped") or {}).items()
+        if str(why).startswith("left out of the fit")
+    )
+    if costly:
+        shown = ", ".join(str(i) for i in costly[:12]) + (", ..." if len(costly) > 12 else "")
+        lines.append(
+            f"  left out of the fit for their simulation cost (--max-fit-events): {len(costly)} rows ({shown})"
+        )
     lines += micro_text(result.get("micro") or {})
     if result.get("written"):
         lines.append(f"  wrote {result['written']}")

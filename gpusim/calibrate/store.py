@@ -84,6 +84,7 @@ def _encode(value: Any) -> dict[str, Any]:
         "chosen": value.chosen,
         "clock_mhz": value.clock_mhz,
         "sensitivity": None if sens is None else [sens.power_slope, sens.time_slope],
+        "events": value.events,
     }
 
 
@@ -103,6 +104,7 @@ def _decode(record: dict[str, Any]) -> Any:
         _tuples(record["chosen"]),
         record["clock_mhz"],
         None if sens is None else ClockSensitivity(float(sens[0]), float(sens[1])),
+        int(record.get("events", 0)),
     )
 
 
