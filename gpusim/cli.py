@@ -657,6 +657,15 @@ def calibrate_cmd(
             "code, the arch, the schedule files, the problem) are unchanged: a stopped fit resumes there.",
         ),
     ] = None,
+    jacobian: Annotated[
+        str,
+        typer.Option(
+            "--jacobian",
+            help="broyden (default): simulate each row's slopes at the first iteration, then update them "
+            "from each step's simulations; fresh: simulate them at every iteration (one simulation per row "
+            "and parameter each time).",
+        ),
+    ] = "broyden",
     max_fit_events: Annotated[
         int,
         typer.Option(
@@ -688,6 +697,8 @@ def calibrate_cmd(
         raise InputError(f"--max-rows {max_rows}: expected 0 (every usable row) or more")
     if jobs < 0:
         raise InputError(f"--jobs {jobs}: expected 0 (the CPU count) or more")
+    if jacobian not in ("broyden", "fresh"):
+        raise InputError(f"--jacobian {quote(jacobian, 40)}: expected broyden or fresh")
     if max_fit_events < 0:
         raise InputError(f"--max-fit-events {max_fit_events}: expected 0 (no row left out) or more")
     import os
@@ -705,7 +716,7 @@ def calibrate_cmd(
     with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
         result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
                            on_progress=progress, use_micro=not no_micro, jobs=jobs or os.cpu_count() or 1,
-                           cache_dir=cache, max_fit_events=max_fit_events or None)  # fmt: skip
+                           cache_dir=cache, max_fit_events=max_fit_events or None, jacobian=jacobian)  # fmt: skip
     target = Path(out) if out else user_overlay_path(base.id)
     if not dry_run:
         write_overlay(target, base.id, result["calibration"])

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -141,3 +143,44 @@ def test_calibrate_names_the_rows_of_its_arch_it_cannot_use(tmp_path: Path, run_
     result = json.loads(out)
     assert "is not a positive finite number" in result["skipped"]["0"]
     assert list(result["micro"]["malformed"]) == ["1"]
+
+
+def test_broyden_fit_matches_the_fresh_one_with_fewer_simulations(tmp_path: Path) -> None:
+    """The secant update replaces the per-iteration perturbations; every point is still simulated, so on
+    rows whose time is a smooth function of the parameters both reach the same fit."""
+    path = tmp_path / "rows.csv"
+    lines = [HEADER]
+    for i, mib in enumerate((1, 4, 64, 160)):
+        nbytes = mib * 2**20
+        us = 2 * nbytes / (0.8 * 3.35e12) * 1e6 + 6.0  # 80% of HBM and 6 us per launch
+        lines.append(f"src{i % 2},h100,stream,fp32,,,,1,,,,,,time,{us:.3f},us,,op=copy;bytes={nbytes}")
+    path.write_text("\n".join(lines) + "\n")
+    rows = read_measurements([path])
+    names = ["hbm_bandwidth_fraction", "launch_overhead_ns"]
+    fresh = calibrate(rows, load_arch("h100"), names, jacobian="fresh")
+    broyden = calibrate(rows, load_arch("h100"), names)
+    assert broyden["calibration"]["provenance"]["jacobian"] == "broyden"
+    assert broyden["simulations"] < fresh["simulations"]
+    for name in names:
+        f, b = fresh["calibration"][name], broyden["calibration"][name]
+        assert abs(b - f) <= 0.01 * max(abs(f), 1.0), (name, f, b)
+
+
+def test_the_secant_update_follows_the_step_and_keeps_the_rest() -> None:
+    """Along the step the new slope reproduces the simulated change; across it nothing moves."""
+    import numpy as np
+
+    from gpusim.calibrate.fit import FitRow, _secant_update
+
+    row = FitRow(
+        m=None, family="gemm", measured_us=1.0, base_us=1.0, pins=(), elasticity=np.array([0.5, -1.0, 0.2])
+    )  # type: ignore[arg-type]
+    step = np.array([0.1, 0.0, 0.3])  # parameter 1 is analytic (the energy scale): its part is taken out
+    row.m = type("M", (), {"index": 7})()  # type: ignore[assignment]
+    before, now = {7: 100.0}, {7: 100.0 * math.exp(0.09)}
+    _secant_update([row], [0, 2], step, before, now, {7})
+    s = step[[0, 2]]
+    assert float(row.elasticity[[0, 2]] @ s) == pytest.approx(0.09 - (-1.0 * 0.0))
+    assert row.elasticity[1] == -1.0
+    across = np.array([0.3, -0.1])  # orthogonal to the step in the simulated parameters
+    assert float((row.elasticity[[0, 2]] - np.array([0.5, 0.2])) @ across) == pytest.approx(0.0, abs=1e-12)

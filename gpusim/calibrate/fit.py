@@ -33,7 +33,7 @@ from gpusim.calibrate.rowpool import PartsRequest, RowPool
 from gpusim.calibrate.stats import error_pct, error_stats, log_residual_quantiles
 from gpusim.calibrate.validate import precheck
 from gpusim.costs import with_calibration
-from gpusim.errors import InputError
+from gpusim.errors import InputError, quote
 from gpusim.mechanisms import MECHANISMS, mechanisms_of
 from gpusim.sim.power import ClockStart
 
@@ -182,6 +182,25 @@ def _fit_events(fr: FitRow) -> int:
     return sum(part.events for part in fr.parts)
 
 
+def _secant_update(fit_rows: list[FitRow], simulated: list[int], step: np.ndarray, before: dict[int, float],
+                   now: dict[int, float], moved: set[int]) -> None:  # fmt: skip
+    """Broyden's update of each row's simulated elasticities from the step the fit just took: the
+    elasticities along ``step`` become what the row's two simulations say (its log kernel time moved by
+    ``log now - log before``, less the part the analytic elasticities account for); across it they stay."""
+    s = step[simulated]
+    ss = float(s @ s)
+    if ss < 1e-12:
+        return  # only the analytic parameters moved: nothing new about the others
+    analytic = [j for j in range(len(step)) if j not in simulated]
+    for fr in fit_rows:
+        if fr.m.index not in moved:
+            continue
+        y = math.log(now[fr.m.index]) - math.log(before[fr.m.index])
+        y -= sum(float(fr.elasticity[j] * step[j]) for j in analytic)
+        e = fr.elasticity[simulated]
+        fr.elasticity[simulated] = e + ((y - float(e @ s)) / ss) * s
+
+
 def _still_moving(mult: list[FitParam], x: np.ndarray, last_step: np.ndarray) -> list[str]:
     """The multiplicative parameters the last iteration still moved (the fit stopped at MAX_ITERS, not at
     a fixed point): their optimum lies further that way, by at least as much again where the step was
@@ -272,7 +291,7 @@ def micro_fixed(
 def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = None,
               max_rows: int = MAX_FIT_ROWS, on_progress: Any = None, use_micro: bool = True,
               jobs: int = 1, cache_dir: str | None = None,
-              max_fit_events: int | None = None) -> dict[str, Any]:  # fmt: skip
+              max_fit_events: int | None = None, jacobian: str = "broyden") -> dict[str, Any]:  # fmt: skip
     """Fit ``base``'s calibration block to its rows; returns the block, provenance and report.
     ``on_progress(simulations, 0)`` is called after each simulation (progress bars). Microbenchmark rows
     among ``rows`` (``use_micro``) fix the calibration fields they measure (:func:`micro_fixed`).
@@ -280,7 +299,13 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     ``cache_dir``: keep every simulation's result there and reuse those whose inputs are unchanged
     (gpusim.calibrate.store), so a stopped fit resumes where it stopped. ``max_fit_events``: rows whose
     prediction simulates more events than this in detail are left out of the fit (each is predicted once,
-    at the start; every further point would cost as much again), with that reason among the skipped."""
+    at the start; every further point would cost as much again), with that reason among the skipped.
+    ``jacobian``: ``fresh`` perturbs every simulated parameter at every iteration (one simulation per row
+    and parameter); ``broyden`` (the default) does so at the first iteration only and then updates each
+    row's elasticities from the step the fit took and the row's simulations at both ends (Broyden's
+    secant update): every point the fit moves to is still simulated, only the slopes are estimated."""
+    if jacobian not in ("broyden", "fresh"):
+        raise InputError(f"calibrate: jacobian '{quote(jacobian, 40)}': expected broyden or fresh")
     t0 = time.perf_counter()
     fixed, micro_report = micro_fixed(rows, base, names) if use_micro else ({}, {})
     base = _arch_with(base, fixed, origin="datasheet")
@@ -342,33 +367,48 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     x = x0.copy()
     iterations = 0
     last_step = np.zeros(len(mult))
+    # the parameters whose elasticities come from simulations (finite differences, then secant updates)
+    simulated = [j for j, p in enumerate(mult) if not (power and p.name == "energy_scale")]
+    previous: tuple[np.ndarray, dict[int, float]] | None = None
     while iterations < MAX_ITERS:
         iterations += 1
         point = _values(x, mult, add)
         arch_x = _arch_with(base, point, origin="datasheet")
         launch_c_us = (x[len(mult)] / 1000.0) if add else launch0_us
         todo = fit_rows if iterations > 1 else [fr for fr in fit_rows if not fr.parts]
+        moved: set[int] = set()
         for fr, got in zip(todo, pool.parts([PartsRequest(fr.m, arch_x, fr.pins, fr.starts()) for fr in todo]),
                            strict=True):  # fmt: skip
             if isinstance(got, list):
                 fr.parts = got
                 fr.base_us = sum(part.time_us for part in got)
-        for j, p in enumerate(mult):
-            if power and p.name == "energy_scale":
+                moved.add(fr.m.index)
+        for j in range(len(mult)):
+            if j not in simulated:
                 for fr in fit_rows:
                     kernel_us = max(fr.base_us - launch_c_us, 1e-9)
                     fr.elasticity[j] = energy_elasticity(
                         fr, arch_x.calibration.launch_overhead_ns / 1000.0, kernel_us
                     )
-                continue
-            value = point[p.name]
-            factor = 1 - STEP if value * (1 - STEP) >= p.lo else 1 + STEP
-            arch_j = _arch_with(base, {**point, p.name: value * factor}, origin="datasheet")
-            perturbed = pool.parts([PartsRequest(fr.m, arch_j, fr.pins, fr.starts()) for fr in fit_rows])
-            for fr, got in zip(fit_rows, perturbed, strict=True):
-                t = sum(part.time_us for part in got) if isinstance(got, list) else fr.base_us
-                k0 = max(fr.base_us - launch_c_us, 1e-9)
-                fr.elasticity[j] = (math.log(max(t - launch_c_us, 1e-9)) - math.log(k0)) / math.log(factor)
+        kernels = {fr.m.index: max(fr.base_us - launch_c_us, 1e-9) for fr in fit_rows}
+        if jacobian == "broyden" and previous is not None:
+            _secant_update(
+                fit_rows, simulated, x[: len(mult)] - previous[0][: len(mult)], previous[1], kernels, moved
+            )
+        else:
+            for j in simulated:
+                p = mult[j]
+                value = point[p.name]
+                factor = 1 - STEP if value * (1 - STEP) >= p.lo else 1 + STEP
+                arch_j = _arch_with(base, {**point, p.name: value * factor}, origin="datasheet")
+                perturbed = pool.parts([PartsRequest(fr.m, arch_j, fr.pins, fr.starts()) for fr in fit_rows])
+                for fr, got in zip(fit_rows, perturbed, strict=True):
+                    t = sum(part.time_us for part in got) if isinstance(got, list) else fr.base_us
+                    k0 = kernels[fr.m.index]
+                    fr.elasticity[j] = (math.log(max(t - launch_c_us, 1e-9)) - math.log(k0)) / math.log(
+                        factor
+                    )
+        previous = (x.copy(), kernels)
         x_new = _solve(fit_rows, mult, add, x, x0, launch_c_us)
         step = np.abs(x_new[: len(mult)] - x[: len(mult)])
         last_step = x_new[: len(mult)] - x[: len(mult)]
@@ -445,6 +485,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
         "not_converged": _still_moving(mult, x, last_step),
         "rows_used": len(fit_rows),
         "iterations": iterations,
+        "jacobian": jacobian,
         "rows_usable": n_usable,
         "row_indices": [fr.m.index for fr in fit_rows],
         "files": sorted({fr.m.file for fr in fit_rows}),
