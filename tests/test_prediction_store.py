@@ -147,3 +147,10 @@ def test_rows_over_the_fit_event_cap_are_left_out_with_the_reason(tmp_path: Path
     assert all(f"over --max-fit-events {cap:,}" in res["skipped"][i] for i in left)
     with pytest.raises(InputError, match="every usable row of h100 simulates more than --max-fit-events 1 "):
         calibrate(rows, base, ["hbm_bandwidth_fraction"], max_fit_events=1)
+
+
+def test_a_cache_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    store = PredictionStore(tmp_path / "cache")
+    store._own.mkdir()  # a directory where its file should be: every append fails
+    with pytest.raises(InputError, match=r"--cache .*cache: cannot write sims-.*\.jsonl \("):
+        store.put("k", "reason")

@@ -163,9 +163,14 @@ class PredictionStore:
         """Keep a PartPrediction or a skip reason (appended to this process's file at once)."""
         self._entries[key] = value
         line = json.dumps({"format": FORMAT, "key": key, "value": _encode(value)}) + "\n"
-        with self._own.open("a", encoding="utf-8") as f:
-            f.write(line)
-        self._read_upto[self._own] = self._own.stat().st_size
+        try:
+            with self._own.open("a", encoding="utf-8") as f:
+                f.write(line)
+            self._read_upto[self._own] = self._own.stat().st_size
+        except OSError as exc:
+            raise InputError(
+                f"--cache {quote(self.directory, 200)}: cannot write {self._own.name} ({exc.strerror})"
+            ) from None
 
 
 _OPEN: dict[str, PredictionStore] = {}
