@@ -666,6 +666,14 @@ def calibrate_cmd(
             "and parameter each time).",
         ),
     ] = "broyden",
+    max_iterations: Annotated[
+        int,
+        typer.Option(
+            "--max-iterations",
+            help="Gauss-Newton iterations at most (default 6); the report says which "
+            "parameters the last one still moved.",
+        ),
+    ] = 6,
     max_fit_events: Annotated[
         int,
         typer.Option(
@@ -699,6 +707,8 @@ def calibrate_cmd(
         raise InputError(f"--jobs {jobs}: expected 0 (the CPU count) or more")
     if jacobian not in ("broyden", "fresh"):
         raise InputError(f"--jacobian {quote(jacobian, 40)}: expected broyden or fresh")
+    if max_iterations < 1:
+        raise InputError(f"--max-iterations {max_iterations}: expected 1 or more")
     if max_fit_events < 0:
         raise InputError(f"--max-fit-events {max_fit_events}: expected 0 (no row left out) or more")
     import os
@@ -716,7 +726,8 @@ def calibrate_cmd(
     with progress_bar(f"calibrate {base.id}: simulations", quiet) as progress:
         result = calibrate(read_measurements(list(files)), base, parse_fit_names(fit, base), max_rows=max_rows,
                            on_progress=progress, use_micro=not no_micro, jobs=jobs or os.cpu_count() or 1,
-                           cache_dir=cache, max_fit_events=max_fit_events or None, jacobian=jacobian)  # fmt: skip
+                           cache_dir=cache, max_fit_events=max_fit_events or None, jacobian=jacobian,
+                           max_iterations=max_iterations)  # fmt: skip
     target = Path(out) if out else user_overlay_path(base.id)
     if not dry_run:
         write_overlay(target, base.id, result["calibration"])

@@ -121,14 +121,15 @@ def test_a_parameter_the_last_iteration_still_moved_is_reported() -> None:
     params = [FitParam("tensor_cuda_overlap", 0.05, 1.0), FitParam("energy_scale", 0.4, 1.5),
               FitParam("hbm_bandwidth_fraction", 0.5, 1.0)]  # fmt: skip
     x = np.log([0.4066, 1.0, 0.74])
-    notes = _still_moving(params, x, np.array([-TRUST_LOG_STEP, 0.005, 0.1]))
+    notes = _still_moving(params, x, np.array([-TRUST_LOG_STEP, 0.005, 0.1]), 3)
     assert len(notes) == 2
     assert notes[0].startswith("tensor_cuda_overlap=0.4066 still moving down") and "not converged" in notes[0]
     assert (
         notes[1].startswith("hbm_bandwidth_fraction=0.74 still moving up") and "not converged" not in notes[1]
     )
     assert f"x{math.exp(0.1):.3g}" in notes[1]
-    assert _still_moving(params, x, np.zeros(3)) == []
+    assert "in the last of 3 iterations" in notes[0]
+    assert _still_moving(params, x, np.zeros(3), 3) == []
 
 
 def test_calibrate_names_the_rows_of_its_arch_it_cannot_use(tmp_path: Path, run_cli) -> None:

@@ -154,3 +154,13 @@ def test_a_cache_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     store._own.mkdir()  # a directory where its file should be: every append fails
     with pytest.raises(InputError, match=r"--cache .*cache: cannot write sims-.*\.jsonl \("):
         store.put("k", "reason")
+
+
+def test_the_driver_files_left_out_of_the_code_digest_exist() -> None:
+    """A renamed driver file would otherwise drop out of the list silently (and a file that reaches a
+    simulation must never be in it: none of these is imported by gpusim.sim or gpusim.schedule)."""
+    root = Path(store_module.__file__).resolve().parent.parent
+    assert all((root / name).is_file() for name in store_module.DRIVER_FILES)
+    for module in (root / "sim").rglob("*.py"):
+        text = module.read_text()
+        assert "gpusim.calibrate.fit" not in text and "gpusim.cli" not in text

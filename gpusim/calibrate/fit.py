@@ -39,7 +39,9 @@ from gpusim.sim.power import ClockStart
 
 PRIOR_WEIGHT = 0.05
 STEP = 0.10
-MAX_ITERS = 3
+MAX_ITERS = 6
+"""Gauss-Newton iterations at most (``--max-iterations``); each costs one simulation per row (Broyden) or
+1 + p (fresh slopes)."""
 TRUST_LOG_STEP = 0.3
 """How far (in log) one iteration may move a multiplicative parameter: the linearisation around the
 current point is believed that far (x0.74 .. x1.35)."""
@@ -201,7 +203,7 @@ def _secant_update(fit_rows: list[FitRow], simulated: list[int], step: np.ndarra
         fr.elasticity[simulated] = e + ((y - float(e @ s)) / ss) * s
 
 
-def _still_moving(mult: list[FitParam], x: np.ndarray, last_step: np.ndarray) -> list[str]:
+def _still_moving(mult: list[FitParam], x: np.ndarray, last_step: np.ndarray, iterations: int) -> list[str]:
     """The multiplicative parameters the last iteration still moved (the fit stopped at MAX_ITERS, not at
     a fixed point): their optimum lies further that way, by at least as much again where the step was
     the whole trust region."""
@@ -212,7 +214,7 @@ def _still_moving(mult: list[FitParam], x: np.ndarray, last_step: np.ndarray) ->
             continue
         whole = abs(step) >= TRUST_LOG_STEP - 1e-6
         out.append(f"{p.name}={math.exp(float(x[i])):.4g} still moving {'down' if step < 0 else 'up'} "
-                   f"(x{math.exp(step):.3g} in the last of {MAX_ITERS} iterations"
+                   f"(x{math.exp(step):.3g} in the last of {iterations} iterations"
                    + (", the whole trust region: not converged" if whole else "") + ")")  # fmt: skip
     return out
 
@@ -291,7 +293,8 @@ def micro_fixed(
 def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = None,
               max_rows: int = MAX_FIT_ROWS, on_progress: Any = None, use_micro: bool = True,
               jobs: int = 1, cache_dir: str | None = None,
-              max_fit_events: int | None = None, jacobian: str = "broyden") -> dict[str, Any]:  # fmt: skip
+              max_fit_events: int | None = None, jacobian: str = "broyden",
+              max_iterations: int = MAX_ITERS) -> dict[str, Any]:  # fmt: skip
     """Fit ``base``'s calibration block to its rows; returns the block, provenance and report.
     ``on_progress(simulations, 0)`` is called after each simulation (progress bars). Microbenchmark rows
     among ``rows`` (``use_micro``) fix the calibration fields they measure (:func:`micro_fixed`).
@@ -306,6 +309,8 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     secant update): every point the fit moves to is still simulated, only the slopes are estimated."""
     if jacobian not in ("broyden", "fresh"):
         raise InputError(f"calibrate: jacobian '{quote(jacobian, 40)}': expected broyden or fresh")
+    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
+        raise InputError(f"calibrate: max_iterations {max_iterations!r}: expected a whole number >= 1")
     t0 = time.perf_counter()
     fixed, micro_report = micro_fixed(rows, base, names) if use_micro else ({}, {})
     base = _arch_with(base, fixed, origin="datasheet")
@@ -370,7 +375,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     # the parameters whose elasticities come from simulations (finite differences, then secant updates)
     simulated = [j for j, p in enumerate(mult) if not (power and p.name == "energy_scale")]
     previous: tuple[np.ndarray, dict[int, float]] | None = None
-    while iterations < MAX_ITERS:
+    while iterations < max_iterations:
         iterations += 1
         point = _values(x, mult, add)
         arch_x = _arch_with(base, point, origin="datasheet")
@@ -482,7 +487,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
         "model_known": sorted(MECHANISMS),
         "bounds": {p.name: [round(p.lo, 4), round(p.hi, 4)] for p in [*mult, *([add] if add else [])]},
         "at_bound": at_bound,
-        "not_converged": _still_moving(mult, x, last_step),
+        "not_converged": _still_moving(mult, x, last_step, iterations),
         "rows_used": len(fit_rows),
         "iterations": iterations,
         "jacobian": jacobian,
