@@ -374,14 +374,15 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
     last_step = np.zeros(len(mult))
     # the parameters whose elasticities come from simulations (finite differences, then secant updates)
     simulated = [j for j, p in enumerate(mult) if not (power and p.name == "energy_scale")]
-    previous: tuple[np.ndarray, dict[int, float]] | None = None
+    previous: tuple[np.ndarray, dict[int, float], set[int]] | None = None
     while iterations < max_iterations:
         iterations += 1
         point = _values(x, mult, add)
         arch_x = _arch_with(base, point, origin="datasheet")
         launch_c_us = (x[len(mult)] / 1000.0) if add else launch0_us
         todo = fit_rows if iterations > 1 else [fr for fr in fit_rows if not fr.parts]
-        moved: set[int] = set()
+        # the rows whose time at this point was simulated (at the first point: every row with parts)
+        moved: set[int] = {fr.m.index for fr in fit_rows if fr.parts} if iterations == 1 else set()
         for fr, got in zip(todo, pool.parts([PartsRequest(fr.m, arch_x, fr.pins, fr.starts()) for fr in todo]),
                            strict=True):  # fmt: skip
             if isinstance(got, list):
@@ -397,8 +398,9 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
                     )
         kernels = {fr.m.index: max(fr.base_us - launch_c_us, 1e-9) for fr in fit_rows}
         if jacobian == "broyden" and previous is not None:
+            both = moved & previous[2]  # a row skipped at either end (a work limit) keeps its slopes
             _secant_update(
-                fit_rows, simulated, x[: len(mult)] - previous[0][: len(mult)], previous[1], kernels, moved
+                fit_rows, simulated, x[: len(mult)] - previous[0][: len(mult)], previous[1], kernels, both
             )
         else:
             for j in simulated:
@@ -413,7 +415,7 @@ def calibrate(rows: list[Measurement], base: Arch, names: list[str] | None = Non
                     fr.elasticity[j] = (math.log(max(t - launch_c_us, 1e-9)) - math.log(k0)) / math.log(
                         factor
                     )
-        previous = (x.copy(), kernels)
+        previous = (x.copy(), kernels, moved)
         x_new = _solve(fit_rows, mult, add, x, x0, launch_c_us)
         step = np.abs(x_new[: len(mult)] - x[: len(mult)])
         last_step = x_new[: len(mult)] - x[: len(mult)]
