@@ -164,3 +164,19 @@ def test_the_driver_files_left_out_of_the_code_digest_exist() -> None:
     for module in (root / "sim").rglob("*.py"):
         text = module.read_text()
         assert "gpusim.calibrate.fit" not in text and "gpusim.cli" not in text
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("--max-fit-events", "-1", "--max-fit-events -1: expected 0"),
+        ("--jacobian", "newton", "--jacobian newton: expected broyden or fresh"),
+        ("--max-iterations", "0", "--max-iterations 0: expected 1 or more"),
+    ],
+)
+def test_bad_fit_options_are_one_line(tmp_path: Path, run_cli, option: str, value: str, says: str) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text(HEADER + "\n")
+    rc, out, err = run_cli(["calibrate", str(rows), "--arch", "h100", "--dry-run", option, value])
+    assert rc == 2 and says in err and "Traceback" not in err + out
+    assert len(err.strip().splitlines()) == 1
