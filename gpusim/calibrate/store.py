@@ -1,8 +1,8 @@
 """Simulation results kept on disk, so a stopped calibration resumes and later runs reuse them.
 
-``gpusim calibrate --cache DIR`` (and ``validate --cache DIR``) keep every schedule prediction they run
-in DIR, keyed by a digest of everything the prediction reads: gpusim's own code (every file of the
-package), the whole arch (its calibration values and mechanisms included, its provenance left out),
+``gpusim calibrate --cache DIR`` keeps every schedule prediction it runs in DIR, keyed by a digest of
+everything the prediction reads: gpusim's own code (every file of the package but the fit's driver,
+``DRIVER_FILES``), the whole arch (its calibration values and mechanisms included, its provenance left out),
 the schedule files the name can read (with their ``extends`` parts), the problem and parameters, the
 auto choice it is pinned to, where the power model's fixed point starts, and the work limit. A result
 is used only when all of these are byte-for-byte the same, so a cached result is the result the
