@@ -142,9 +142,6 @@ class PredictionStore:
         self.hits = 0
         self._refresh()
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def _refresh(self) -> None:
         """Read what the directory's files gained since the last read (complete lines only)."""
         for path in sorted(self.directory.glob("sims-*.jsonl")):
