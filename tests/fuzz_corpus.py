@@ -155,6 +155,11 @@ def cases(workdir: Path) -> list[tuple[str, list[str]]]:
             ["calibrate", f["missing"], "--arch", "v100", "--max-rows", value],
         )
         add(f"calibrate fit {value[:20]!r}", ["calibrate", f["missing"], "--arch", "v100", "--fit", value])
+        for option in ("--cache", "--max-fit-events", "--max-iterations", "--jacobian"):
+            add(
+                f"calibrate {option[2:]} {value[:20]!r}",
+                ["calibrate", f["missing"], "--arch", "v100", option, value],
+            )
         add(f"compare vs {value[:20]!r}", ["compare", "gemm_sync", "--arch", "v100", *tiny, "--vs", f"BM={value}",
                                             "--json"])  # fmt: skip
         add(f"compare set {value[:20]!r}", ["compare", "gemm_sync", "--arch", "v100", "--set", f"M={value}",

@@ -128,13 +128,14 @@ class PredictionStore:
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
-        if self.directory.exists() and not self.directory.is_dir():
-            raise InputError(f"--cache {quote(self.directory, 200)}: not a directory")
         try:
+            if self.directory.exists() and not self.directory.is_dir():
+                raise InputError(f"--cache {quote(self.directory, 200)}: not a directory")
             self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise InputError(
-                f"--cache {quote(self.directory, 200)}: cannot create it ({exc.strerror})"
+                f"--cache {quote(self.directory, 200)}: cannot use it as a directory ({why})"
             ) from None
         self._own = self.directory / f"sims-{socket.gethostname()}-{os.getpid()}.jsonl"
         self._entries: dict[str, Any] = {}
@@ -192,7 +193,7 @@ def open_store(directory: str | Path | None) -> PredictionStore | None:
     """The process's store for ``directory`` (one per directory and process), or None."""
     if directory is None:
         return None
-    key = str(Path(directory).resolve())
+    key = os.path.abspath(directory)  # no file-system access: the store's own checks name a bad path
     if key not in _OPEN:
         _OPEN[key] = PredictionStore(directory)
     return _OPEN[key]
