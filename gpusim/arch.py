@@ -159,6 +159,13 @@ class SmLimits(StrictModel):
     """Tensor memory (Blackwell sm_100/sm_103 only)."""
     tmem_read_bytes_per_clk: float | None = Field(default=None, gt=0, le=MAX_RATE_PER_CLK_PER_SM)
     """TMEM-to-register bandwidth per SM (tcgen05.ld), where known."""
+    barrier_wake_cycles: float | None = Field(default=None, ge=0, le=MAX_LATENCY_CYCLES)
+    """SM clocks a round of a named barrier (bar.sync / __syncthreads) costs a warp that waits at it:
+    from the last arrival to the waiting warps issuing again; None where unmeasured (the
+    ``sync_latency`` mechanism then adds nothing)."""
+    mbarrier_wake_cycles: float | None = Field(default=None, ge=0, le=MAX_LATENCY_CYCLES)
+    """SM clocks from an mbarrier phase completing (its last arrive, or the last byte of its
+    transaction count) to a warp spinning in try_wait on it issuing again; None where unmeasured."""
 
 
 class CudaCores(StrictModel):

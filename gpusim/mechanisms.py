@@ -48,6 +48,11 @@ MECHANISMS: dict[str, str] = {
     "has its CTAs dispatched as the hardware block scheduler does: the next CTA of the launch order goes to "
     "the slot that frees up (gpusim.sim.scheduler.plan_work); off: slot s runs units s, s + S, ... (static "
     "round robin), which can pile the long CTAs onto some slots",
+    "sync_latency": "a warp that waits at a barrier resumes the arch's wake-up time after the barrier "
+    "completes: sm.barrier_wake_cycles for named barriers (sync, syncthreads) and turnstiles, "
+    "sm.mbarrier_wake_cycles for mbarriers (stage rings' acquire and wait, event barriers, chunk "
+    "landings) (engine-fidelity G12; measured by gpusim measure --micro --only sync_latency); off, or on "
+    "an arch without those fields: waiters resume in the instant the barrier completes",
 }
 """Every switchable mechanism with one line on what it does."""
 
@@ -120,6 +125,8 @@ def in_effect(name: str, arch: Arch) -> bool:
         return arch.tensor_cores.mma_sync.rate_by_warps_per_smsp is not None
     if name == "mma_sync_issuing":
         return {"mma_sync_warps", "shared_tensor"} <= on and in_effect("mma_sync_warps", arch)
+    if name == "sync_latency":
+        return bool(arch.sm.barrier_wake_cycles or arch.sm.mbarrier_wake_cycles)
     return True
 
 

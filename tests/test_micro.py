@@ -46,7 +46,7 @@ def test_catalog_is_consistent() -> None:
     assert not [v for v in variants_for("sm_80") if v.needs_wgmma]
     hopper = variants_for("sm_90a")
     assert {v.experiment for v in hopper} == {"wgmma", "wgmma_overlap", "operand_path", "mma_sync", "tensor_clock",
-                                              "l2_bandwidth"}  # fmt: skip
+                                              "l2_bandwidth", "sync_latency"}  # fmt: skip
     assert not [v for v in hopper if v.name.startswith("tensor_clock_mma_sync")]
     assert {v.experiment for v in variants_for("sm_90a", "mma_sync,l2_read_1sm")} == {
         "mma_sync",
@@ -111,6 +111,21 @@ def test_derive_l2_per_sm_and_chip() -> None:
     assert qs["memory_bandwidth"].extra["bytes_moved"] == 4 * 32_000_000
 
 
+def test_derive_sync_rounds_and_hand_offs() -> None:
+    records = np.zeros((3, RECORD_WORDS), dtype=np.uint64)
+    records[:, :4] = (0, 2_000_000, 0, 1_000_000)
+    records[:, 4] = 50_000
+    (round_,) = derive(BY_NAME["sync_bar_round_4w"], records)
+    assert (round_.metric, round_.value) == ("barrier_round_cycles", pytest.approx(40.0))  # cycles per round
+    (handoff,) = derive(BY_NAME["sync_mbarrier_handoff"], records)
+    # two hand-offs per iteration
+    assert (handoff.metric, handoff.value) == ("mbarrier_wake_cycles", pytest.approx(20.0))
+    assert handoff.extra["clock_mhz"] == pytest.approx(2000.0)
+    records[1, 6] = 1  # a wait loop hit its deadline: not a measurement
+    with pytest.raises(TimedOut):
+        derive(BY_NAME["sync_mbarrier_handoff"], records)
+
+
 # Synthetic microbenchmark results for h100, made up for the tests (never in data/).
 SYNTHETIC = [
     ("wgmma_ss_n256", "tensor_flops_per_clk_per_sm", "mma", 3600.0, {}),
@@ -132,6 +147,9 @@ SYNTHETIC = [
     ("l2_read_all_sms_distinct_90kib", "memory_bandwidth", "chip", 8500.0, {"bytes_moved": 10**9}),
     ("l2_read_1sm_same_90kib", "l2_bytes_per_clk_per_sm", "sm", 60.0, {}),
     ("side_bulk_1sm", "smem_bytes_per_clk_per_sm", "side", 90.0, {}),
+    ("sync_bar_round_4w", "barrier_round_cycles", "sm", 24.0, {}),
+    ("sync_bar_handoff", "barrier_wake_cycles", "sm", 31.0, {}),
+    ("sync_mbarrier_handoff", "mbarrier_wake_cycles", "sm", 45.0, {}),
 ]
 
 
@@ -172,6 +190,11 @@ def test_identify_maps_each_constant(tmp_path: Path) -> None:
     assert c["l2_bandwidth_fraction"].value == pytest.approx(8500e9 / h100.memory.l2_bandwidth_bytes_per_s)
     pj = (690 - h100.power.static_power_w) / (3700 * 132 * 1650e6) * 1e12
     assert c["tensor_pj_per_flop_at_clock"].value == pytest.approx(pj)
+    assert c["barrier_wake_cycles"].value == 24.0
+    assert c["barrier_wake_cycles"].maps_to == "sm.barrier_wake_cycles"
+    assert c["mbarrier_wake_cycles"].value == 45.0
+    assert c["mbarrier_wake_cycles"].maps_to == "sm.mbarrier_wake_cycles"
+    assert c["barrier_handoff_cycles"].value == 31.0
     assert identify(read_measurements([_synthetic_csv(tmp_path, "a100")]), h100) == []  # other archs' rows
 
 
@@ -224,10 +247,11 @@ def test_measure_micro_without_gpu_builds_then_exits_2(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert (
         len(proc.stderr.strip().splitlines()) == 1
-        and "built 3 microbenchmark sources for sm_80" in proc.stderr
+        and "built 4 microbenchmark sources for sm_80" in proc.stderr
     )
     assert sorted(p.name for p in tmp_path.glob("*.cubin")) == [
-        "l2_bandwidth.sm_80.cubin", "mma_sync_bench.sm_80.cubin", "tensor_clock.sm_80.cubin"]  # fmt: skip
+        "l2_bandwidth.sm_80.cubin", "mma_sync_bench.sm_80.cubin", "sync_latency.sm_80.cubin",
+        "tensor_clock.sm_80.cubin"]  # fmt: skip
     assert not (tmp_path / "m.csv").exists()
 
 

@@ -250,6 +250,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "ff",
             "constants",
             "varying",
+            "wake_ns",  # constant for the run (the arch's barrier wake-up times)
             "work",  # the work limit (gpusim.sim.limits): the same object before and after a period
         }
     ),

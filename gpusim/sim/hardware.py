@@ -77,12 +77,19 @@ class Rates:
     """With the ``mma_sync_issuing`` mechanism on a shared tensor core: the arch's mma.sync rate by the
     warps issuing it at each moment (``SharedTensorCore.sync_rate``, one for every SM), in place of the
     static fraction."""
+    barrier_wake_ns: float = 0.0
+    """How long a warp that waited at a named barrier or turnstile takes to issue again once it
+    completes (the ``sync_latency`` mechanism, G12; 0: in the same instant)."""
+    mbarrier_wake_ns: float = 0.0
+    """The same for an mbarrier: a stage ring's acquire or wait, an event barrier, a chunk landing."""
 
     @classmethod
     def from_arch(cls, arch: Arch, *, shared_tensor_core: bool = False, pipe_coupling: bool = False,
                   smem_fills: bool = False, smem_operands: bool = False,
-                  mma_sync_fraction: float = 1.0, mma_sync_issuing_rate: WarpRate | None = None) -> Rates:  # fmt: skip
-        """Rates at the sustained clock, with the calibration block's efficiencies and fractions."""
+                  mma_sync_fraction: float = 1.0, mma_sync_issuing_rate: WarpRate | None = None,
+                  sync_latency: bool = False) -> Rates:  # fmt: skip
+        """Rates at the sustained clock, with the calibration block's efficiencies and fractions
+        (``sync_latency``: barrier wake-up times from the arch's cycles at that clock)."""
         cal = arch.calibration
         ghz = arch.sustained_clock_mhz / 1000
         cc = arch.cuda_cores
@@ -114,6 +121,8 @@ class Rates:
             smem_operands=smem_operands,
             mma_sync_fraction=mma_sync_fraction,
             mma_sync_issuing_rate=mma_sync_issuing_rate,
+            barrier_wake_ns=(arch.sm.barrier_wake_cycles or 0.0) / ghz if sync_latency else 0.0,
+            mbarrier_wake_ns=(arch.sm.mbarrier_wake_cycles or 0.0) / ghz if sync_latency else 0.0,
         )
 
     def mma_flops_per_ns(self, unit: str, dtype: str, where: str) -> float:

@@ -142,6 +142,11 @@ class RoleRunner:
         """Values of the expressions that read no dynamic name (``Cta.dynamic_names``), by expression
         (``size``: by ("size", expression); counts by (minimum, whole, expression)): constant for this
         replica (a cache, not state)."""
+        rates = self.sm.rates
+        wake = {op: getattr(rates, field) for op, field in _WAKE.items() if getattr(rates, field) > 0}
+        self.wake_ns: dict[str, float] | None = wake or None
+        """Per barrier-waiting op, how long a waiter takes to resume after the barrier completes (the
+        ``sync_latency`` mechanism); None: every waiter resumes at once."""
         self.varying: set[Any] = set()
         """The expressions that read a dynamic name (evaluated through the memo every time)."""
 
@@ -190,9 +195,14 @@ class RoleRunner:
             else:
                 self.blocked_on = stmt.where
                 event = _HANDLERS[op](self, stmt, stmts, i)
+                wake = None if self.wake_ns is None else self.wake_ns.get(op)
+                if event is None and wake is not None and op in _ROUND_OPS:
+                    event, wake = self.env.timeout(wake), None  # the completing arrival waits the round too
                 if event is not None:
                     self.op_start_ns = self.env.now
                     yield event
+                    if wake is not None:  # sync_latency: a waiter resumes a while after the barrier completes
+                        yield self.env.timeout(wake)
                     if self.spans is not None and self.env.now > self.op_start_ns:
                         self.spans.append(self.op_start_ns, self.env.now, _span_label(stmt))
 
@@ -332,6 +342,8 @@ class RoleRunner:
             )
             self.op_start_ns = self.env.now
             yield event
+            if self.sm.rates.barrier_wake_ns > 0:
+                yield self.env.timeout(self.sm.rates.barrier_wake_ns)
             if self.spans is not None and self.env.now > self.op_start_ns:
                 self.spans.append(self.op_start_ns, self.env.now, f"turn {name}")
         yield from self._block(stmt.body)
@@ -404,6 +416,17 @@ class RoleRunner:
         return self.sm.transfer(nbytes, miss=miss, write=write, tma=tma, on_done=on_done)
 
 
+_WAKE = {
+    "sync": "barrier_wake_ns",
+    "syncthreads": "barrier_wake_ns",
+    "acquire": "mbarrier_wake_ns",
+    "wait": "mbarrier_wake_ns",
+}
+"""Ops that wait at a barrier, and the ``Rates`` field with the time a waiter takes to resume after it
+completes (G12): named barriers (bar.sync) and mbarriers (stage rings, event barriers, chunk landings)."""
+_ROUND_OPS = frozenset({"sync", "syncthreads"})
+"""Named-barrier ops whose every participant pays the barrier's round, the arrival that completes it
+included (an mbarrier waiter that finds its phase complete does not wait)."""
 _NO_OVERRIDES: dict[str, Any] = {}
 _PRUNE_STORES = 32
 """A CTA's list of stores in flight drops its completed head once it is this long (else it would hold

@@ -2,7 +2,7 @@
 
 Pure data: nothing here needs a GPU or a compiler. Each variant names the source under kernels/micro/,
 the kernel symbol, the threads per CTA, the runtime arguments and the gap of
-``reference/engine-fidelity.md`` it settles (G1, G3, G4, G5, G6, G7).
+``reference/engine-fidelity.md`` it settles (G1, G3, G4, G5, G6, G7, G12).
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ WGMMA_FLOP = 2 * 64 * 16
 """FLOP of one wgmma m64nNk16, per unit of N."""
 MMA_SYNC_FLOP = 2 * 16 * 8 * 16
 """FLOP of one mma.sync m16n8k16."""
+SYNC_ITERS = 50_000
+"""Iterations of each barrier experiment (sync_latency.cu): 1-10 M cycles at the tens to a few hundred
+cycles a round or hand-off takes."""
 
 # cycles one unit of side work takes at the datasheet rate (to size side-only runs): ex2 at 16/clk,
 # FFMA at 128/clk, 16-byte lds/sts at 128 B/clk, a 16 KiB bulk copy at 128 B/clk
@@ -43,7 +46,7 @@ class Variant:
     name: str
     """Unique, stable id (rows carry it as ``variant=``)."""
     experiment: str
-    """wgmma, wgmma_overlap, operand_path, mma_sync, tensor_clock or l2_bandwidth."""
+    """wgmma, wgmma_overlap, operand_path, mma_sync, tensor_clock, l2_bandwidth or sync_latency."""
     source: str
     """File under kernels/micro/."""
     kernel: str
@@ -173,6 +176,16 @@ def _variants() -> tuple[Variant, ...]:
         out.append(Variant(f"l2_read_{where}_{kind}_{chunk_kib}kib", "l2_bandwidth", "l2_bandwidth.cu", "l2_read", 1024,
                            {"chunk_bytes": chunk_kib * 1024, "same_chunk": same, "passes": passes}, "G6",
                            one_sm=one))  # fmt: skip
+    # G12: a named-barrier round (4 warps, one per SMSP, and 16), and the wake-up of a warp blocked on a
+    # named barrier or an mbarrier that another warp completes (two hand-offs per iteration)
+    for name, mode, threads in (
+        ("sync_bar_round_4w", 0, 128),
+        ("sync_bar_round_16w", 0, 512),
+        ("sync_bar_handoff", 1, 64),
+        ("sync_mbarrier_handoff", 2, 64),
+    ):
+        out.append(Variant(name, "sync_latency", "sync_latency.cu", "sync_latency", threads,
+                           {"iters": SYNC_ITERS, "mode": mode}, "G12"))  # fmt: skip
     names = [v.name for v in out]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
@@ -183,7 +196,13 @@ def _variants() -> tuple[Variant, ...]:
 VARIANTS: tuple[Variant, ...] = _variants()
 """Every variant, in run order."""
 
-SOURCES: tuple[str, ...] = ("wgmma_bench.cu", "mma_sync_bench.cu", "tensor_clock.cu", "l2_bandwidth.cu")
+SOURCES: tuple[str, ...] = (
+    "wgmma_bench.cu",
+    "mma_sync_bench.cu",
+    "tensor_clock.cu",
+    "l2_bandwidth.cu",
+    "sync_latency.cu",
+)
 """The microbenchmark sources (kernels/micro/)."""
 WGMMA_ONLY_SOURCES = frozenset({"wgmma_bench.cu"})
 """Sources that build only for sm_90a."""

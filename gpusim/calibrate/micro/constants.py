@@ -17,7 +17,8 @@ The rest are reported for the arch files (with the CSV as their source) and for 
 come: the wgmma efficiency table by N and operand source (G7), the tensor/CUDA-core overlap coefficient
 (G1), the shared-memory total while wgmma reads its operands beside other traffic (G3), the mma.sync
 rate by warps per SMSP (G5: the GH100 arch files carry it since 2026-12-05) and latency, the zero-data
-clock and the energy per tensor FLOP (G4), the one-SM L2 rate (G6).
+clock and the energy per tensor FLOP (G4), the one-SM L2 rate (G6), the barrier wake-up times (G12:
+``sm.barrier_wake_cycles`` and ``sm.mbarrier_wake_cycles``, which the ``sync_latency`` mechanism uses).
 """
 
 from __future__ import annotations
@@ -231,6 +232,22 @@ def identify(rows: list[Measurement], arch: Arch) -> list[MicroConstant]:
             out.append(MicroConstant(f"l2_bytes_per_clk_{variant.removeprefix('l2_read_')}", per, "B/clk/SM",
                                      "(G6, proposed) L2 bandwidth in B/clk/SM; one SM alone: the per-SM ingress cap",
                                      variant))  # fmt: skip
+    # G12: barrier wake-up (the sync_latency mechanism's arch fields)
+    for variant, metric, field, how in (
+        ("sync_bar_round_4w", "barrier_round_cycles", "sm.barrier_wake_cycles",
+         "sync_bar_round_4w: cycles per bar.sync round of 4 warps (one per SMSP) arriving together"),
+        ("sync_mbarrier_handoff", "mbarrier_wake_cycles", "sm.mbarrier_wake_cycles",
+         "sync_mbarrier_handoff: cycles per hand-off, arrive on one warp to the next instruction of the "
+         "warp spinning in try_wait on another SMSP"),
+    ):  # fmt: skip
+        value = v.get((variant, metric, "sm"))
+        if value is not None:
+            out.append(MicroConstant(field.removeprefix("sm."), value, "cycles", field, how))
+    if (handoff := v.get(("sync_bar_handoff", "barrier_wake_cycles", "sm"))) is not None:
+        out.append(MicroConstant("barrier_handoff_cycles", handoff, "cycles",
+                                 "(G12) a warp blocked at bar.sync resuming after another's bar.arrive: "
+                                 "compare with sm.barrier_wake_cycles (one field serves both)",
+                                 "sync_bar_handoff: cycles per hand-off between two warps"))  # fmt: skip
     return out
 
 

@@ -160,6 +160,23 @@ def derive_l2(v: Variant, records: np.ndarray) -> list[Quantity]:
     ]  # fmt: skip
 
 
+SYNC_METRICS = {0: "barrier_round_cycles", 1: "barrier_wake_cycles", 2: "mbarrier_wake_cycles"}
+"""sync_latency.cu's modes and the quantity each measures."""
+
+
+def derive_sync(v: Variant, records: np.ndarray) -> list[Quantity]:
+    """sync_latency.cu: records (ctas, 8); cycles per round (mode 0) or per hand-off (modes 1 and 2: two
+    hand-offs per iteration), the median over CTAs."""
+    _check_flags(records, v.name)
+    cycles = _cycles(records)
+    ok = cycles > 0
+    if not ok.any():
+        raise ValueError(f"{v.name}: no CTA recorded a positive cycle count")
+    mode = v.args["mode"]
+    per = float(np.median(cycles[ok] / records[ok, WORK].astype(np.float64))) / (1 if mode == 0 else 2)
+    return [Quantity(SYNC_METRICS[mode], per, "cycles", "sm", {"clock_mhz": round(clock_mhz(records), 1)})]
+
+
 def derive(v: Variant, records: np.ndarray, samples: np.ndarray | None = None) -> list[Quantity]:
     """The quantities one variant measured (records shaped as its kernel writes them)."""
     if v.experiment in ("wgmma", "wgmma_overlap", "operand_path"):
@@ -174,4 +191,6 @@ def derive(v: Variant, records: np.ndarray, samples: np.ndarray | None = None) -
         )
     if v.experiment == "l2_bandwidth":
         return derive_l2(v, records.reshape(-1, RECORD_WORDS))
+    if v.experiment == "sync_latency":
+        return derive_sync(v, records.reshape(-1, RECORD_WORDS))
     raise ValueError(f"unknown experiment '{v.experiment}'")
