@@ -1,9 +1,10 @@
 // mma.sync microbenchmark (gpusim measure --micro; docs/microbenchmarks.md), sm_80 and later. Settles G5:
 // the mma.sync m16n8k16 rate per SM with 1, 2, 4, 8 warps per SMSP (warps = 4 x warps per SMSP; warp w
 // runs on SMSP w % 4), with and without ldmatrix.x4 interleaved (ldm_per_iter per 8 MMAs, as a
-// GEMM or FA2 warp reloads its fragments), and the dependent-chain latency (mma_sync_*_c1: one chain).
+// GEMM or FA2 warp reloads its fragments; mma_sync_bf16_c8_ldm_db software-pipelines them as those kernels
+// do), and the dependent-chain latency (mma_sync_*_c1: one chain).
 // One CTA per SM (the host asks for more than half of the SM's shared memory). Record per CTA (common.cuh):
-// work = mma.sync instructions of the whole CTA. Kernels: mma_sync_{bf16,f16}_c{1,8}.
+// work = mma.sync instructions of the whole CTA. Kernels: mma_sync_{bf16,f16}_c{1,8}, mma_sync_bf16_c8_ldm_db.
 #include "common.cuh"
 
 constexpr int kLdmBytes = 16 * 1024;
@@ -87,3 +88,59 @@ __device__ __forceinline__ void mma_sync_bench(unsigned long long* out, const ui
 GPUSIM_MMA_SYNC_KERNEL(mma_sync_bf16_c8, true, 8)
 GPUSIM_MMA_SYNC_KERNEL(mma_sync_bf16_c1, true, 1)
 GPUSIM_MMA_SYNC_KERNEL(mma_sync_f16_c8, false, 8)
+
+// The same rate with fragments software-pipelined as FA2 and CUTLASS sm80 mainloops load them: fully
+// unrolled steps, each issuing two ldmatrix.x4 (an A fragment and a pair of B fragments) into the register
+// set the next step reads, while its eight m16n8k16 read the other set (A x B0 on chains 0-3, A x B1 on
+// 4-7). No register is written twice before it is read and no copy sits on the loop's critical path (the
+// loop above reloads one A fragment through a runtime-count loop and copies it, so every step waits for
+// its ldmatrix). Two steps per iteration; `iters` counts steps. Kernel: mma_sync_bf16_c8_ldm_db.
+__device__ __forceinline__ void mma_sync_pipelined(unsigned long long* out, const uint4* src,
+                                                   unsigned long long src_bytes, unsigned iters) {
+  extern __shared__ uint4 smem[];
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const uint32_t src_words = static_cast<uint32_t>(src_bytes / 16);
+  for (int i = tid; i < kLdmBytes / 16; i += blockDim.x) smem[i] = src[i % src_words];
+  __shared__ unsigned long long total;
+  if (tid == 0) total = 0;
+  __syncthreads();
+  const uint32_t ldm_base = smem_addr(smem);
+  const uint32_t ldm_lane = static_cast<uint32_t>(warp * 512 + lane * 16);
+  uint32_t a[2][4], b[2][4];
+  ldmatrix_x4(a[0], ldm_base + (ldm_lane & (kLdmBytes - 1)));
+  ldmatrix_x4(b[0], ldm_base + ((ldm_lane + 2048) & (kLdmBytes - 1)));
+  float d[8][4];
+#pragma unroll
+  for (int c = 0; c < 8; ++c)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) d[c][i] = 0.f;
+  Stamp t0 = Stamp::now();
+  for (unsigned it = 0; it + 1 < iters; it += 2) {
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const uint32_t offset = (it + s) * 4096u;
+      ldmatrix_x4(a[1 - s], ldm_base + ((ldm_lane + offset + 4096) & (kLdmBytes - 1)));
+      ldmatrix_x4(b[1 - s], ldm_base + ((ldm_lane + offset + 6144) & (kLdmBytes - 1)));
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        const uint32_t bc[2] = {b[s][(c / 4) * 2], b[s][(c / 4) * 2 + 1]};
+        mma_16816<true>(d[c], a[s], bc);
+      }
+    }
+  }
+  __syncthreads();
+  Stamp t1 = Stamp::now();
+  float sum = 0.f;
+#pragma unroll
+  for (int c = 0; c < 8; ++c) sum += d[c][0] + d[c][1] + d[c][2] + d[c][3];
+  if (lane == 0) atomicAdd(&total, static_cast<unsigned long long>(iters / 2 * 2) * 8);
+  __syncthreads();
+  if (tid == 0) write_record(out, blockIdx.x, t0, t1, total, 0, __float_as_uint(sum));
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    mma_sync_bf16_c8_ldm_db(unsigned long long* out, const uint4* src, unsigned long long src_bytes, unsigned iters,
+                            int ldm_per_iter) {
+  (void)ldm_per_iter;  // always two per step (the argument list is the other mma.sync kernels')
+  mma_sync_pipelined(out, src, src_bytes, iters);
+}

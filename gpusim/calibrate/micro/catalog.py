@@ -151,6 +151,10 @@ def _variants() -> tuple[Variant, ...]:
                                "mma_sync_bench.cu", "mma_sync_bf16_c8", 32 * warps,
                                {"iters": iters, "ldm_per_iter": ldm, "warps_per_smsp": per_smsp, "chains": 8},
                                "G5"))  # fmt: skip
+        # the fragments software-pipelined (FA2's and CUTLASS sm80's register double buffering)
+        out.append(Variant(f"mma_sync_bf16_{per_smsp}w_per_smsp_ldmatrix_db", "mma_sync", "mma_sync_bench.cu",
+                           "mma_sync_bf16_c8_ldm_db", 32 * warps,
+                           {"iters": iters, "ldm_per_iter": 2, "warps_per_smsp": per_smsp, "chains": 8}, "G5"))  # fmt: skip
     out.append(Variant("mma_sync_f16_4w_per_smsp", "mma_sync", "mma_sync_bench.cu", "mma_sync_f16_c8", 512,
                        {"iters": int(TARGET_CYCLES / (32 * MMA_SYNC_FLOP / 1024)), "ldm_per_iter": 0,
                         "warps_per_smsp": 4, "chains": 8}, "G5"))  # fmt: skip
