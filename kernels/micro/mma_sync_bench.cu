@@ -86,7 +86,6 @@ __device__ __forceinline__ void mma_sync_bench(unsigned long long* out, const ui
   }
 
 GPUSIM_MMA_SYNC_KERNEL(mma_sync_bf16_c8, true, 8)
-GPUSIM_MMA_SYNC_KERNEL(mma_sync_bf16_c1, true, 1)
 GPUSIM_MMA_SYNC_KERNEL(mma_sync_f16_c8, false, 8)
 
 // The same rate with fragments software-pipelined as FA2 and CUTLASS sm80 mainloops load them: fully
@@ -143,4 +142,36 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
                             int ldm_per_iter) {
   (void)ldm_per_iter;  // always two per step (the argument list is the other mma.sync kernels')
   mma_sync_pipelined(out, src, src_bytes, iters);
+}
+
+// The dependent-chain latency: one accumulator, 16 m16n8k16 per loop trip fully unrolled, operands that never
+// change, so nothing but the accumulator dependence sits between two MMAs (the chain loop above, with its
+// fragment copy and its runtime ldmatrix loop, measured 79 cycles on an H200 where 24 are published).
+// `iters` counts MMAs (a multiple of 16). Kernel: mma_sync_bf16_c1.
+constexpr int kChainUnroll = 16;
+
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    mma_sync_bf16_c1(unsigned long long* out, const uint4* src, unsigned long long src_bytes, unsigned iters,
+                     int ldm_per_iter) {
+  (void)ldm_per_iter;
+  const int lane = threadIdx.x % 32;
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(src);
+  const uint32_t words_n = static_cast<uint32_t>(src_bytes / 4);
+  uint32_t a[4], b[2];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) a[i] = words[(lane * 4 + i) % words_n];
+  b[0] = words[(lane * 2) % words_n];
+  b[1] = words[(lane * 2 + 1) % words_n];
+  float d[4] = {0.f, 0.f, 0.f, 0.f};
+  __syncthreads();
+  Stamp t0 = Stamp::now();
+  for (unsigned it = 0; it < iters / kChainUnroll; ++it) {
+#pragma unroll
+    for (int u = 0; u < kChainUnroll; ++u) mma_16816<true>(d, a, b);
+  }
+  __syncthreads();
+  Stamp t1 = Stamp::now();
+  if (threadIdx.x == 0)
+    write_record(out, blockIdx.x, t0, t1, static_cast<unsigned long long>(iters / kChainUnroll) * kChainUnroll *
+                                              (blockDim.x / 32), 0, __float_as_uint(d[0] + d[1] + d[2] + d[3]));
 }
