@@ -46,7 +46,7 @@ def test_catalog_is_consistent() -> None:
     assert not [v for v in variants_for("sm_80") if v.needs_wgmma]
     hopper = variants_for("sm_90a")
     assert {v.experiment for v in hopper} == {"wgmma", "wgmma_overlap", "operand_path", "mma_sync", "tensor_clock",
-                                              "l2_bandwidth", "sync_latency"}  # fmt: skip
+                                              "l2_bandwidth", "sync_latency", "pipes"}  # fmt: skip
     assert not [v for v in hopper if v.name.startswith("tensor_clock_mma_sync")]
     assert {v.experiment for v in variants_for("sm_90a", "mma_sync,l2_read_1sm")} == {
         "mma_sync",
@@ -126,6 +126,14 @@ def test_derive_sync_rounds_and_hand_offs() -> None:
         derive(BY_NAME["sync_mbarrier_handoff"], records)
 
 
+def test_derive_pipes_counts_every_result() -> None:
+    records = np.zeros((2, RECORD_WORDS), dtype=np.uint64)
+    records[:, :4] = (0, 1_000_000, 0, 500_000)
+    records[:, 4] = 16_000_000
+    (q,) = derive(BY_NAME["pipes_ex2_cvt_bf16"], records)
+    assert (q.metric, q.value, q.unit) == ("results_per_clk_per_sm", pytest.approx(16.0), "op/clk/SM")
+
+
 # Synthetic microbenchmark results for h100, made up for the tests (never in data/).
 SYNTHETIC = [
     ("wgmma_ss_n256", "tensor_flops_per_clk_per_sm", "mma", 3600.0, {}),
@@ -147,6 +155,11 @@ SYNTHETIC = [
     ("l2_read_all_sms_distinct_90kib", "memory_bandwidth", "chip", 8500.0, {"bytes_moved": 10**9}),
     ("l2_read_1sm_same_90kib", "l2_bytes_per_clk_per_sm", "sm", 60.0, {}),
     ("side_bulk_1sm", "smem_bytes_per_clk_per_sm", "side", 90.0, {}),
+    ("pipes_ex2", "results_per_clk_per_sm", "sm", 16.0, {}),
+    ("pipes_cvt_bf16", "results_per_clk_per_sm", "sm", 16.0, {}),
+    ("pipes_ex2_cvt_bf16", "results_per_clk_per_sm", "sm", 16.0, {}),
+    ("pipes_fmnmx", "results_per_clk_per_sm", "sm", 64.0, {}),
+    ("pipes_ex2_fmnmx", "results_per_clk_per_sm", "sm", 32.0, {}),
     ("sync_bar_round_4w", "barrier_round_cycles", "sm", 24.0, {}),
     ("sync_bar_handoff", "barrier_wake_cycles", "sm", 31.0, {}),
     ("sync_mbarrier_handoff", "mbarrier_wake_cycles", "sm", 45.0, {}),
@@ -195,6 +208,10 @@ def test_identify_maps_each_constant(tmp_path: Path) -> None:
     assert c["mbarrier_wake_cycles"].value == 45.0
     assert c["mbarrier_wake_cycles"].maps_to == "sm.mbarrier_wake_cycles"
     assert c["barrier_handoff_cycles"].value == 31.0
+    # ex2 and the bf16 packing at 16 each, 16 together: one pipe; ex2 with FMNMX at twice ex2's 16: two
+    assert c["cvt_bf16_shares_mufu"].value == pytest.approx(1.0)
+    assert c["fmnmx_shares_mufu"].value == pytest.approx(0.0)
+    assert "cvt_e4m3_shares_mufu" not in c  # its rows are missing
     assert identify(read_measurements([_synthetic_csv(tmp_path, "a100")]), h100) == []  # other archs' rows
 
 
@@ -247,10 +264,10 @@ def test_measure_micro_without_gpu_builds_then_exits_2(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert (
         len(proc.stderr.strip().splitlines()) == 1
-        and "built 4 microbenchmark sources for sm_80" in proc.stderr
+        and "built 5 microbenchmark sources for sm_80" in proc.stderr
     )
     assert sorted(p.name for p in tmp_path.glob("*.cubin")) == [
-        "l2_bandwidth.sm_80.cubin", "mma_sync_bench.sm_80.cubin", "sync_latency.sm_80.cubin",
+        "l2_bandwidth.sm_80.cubin", "mma_sync_bench.sm_80.cubin", "pipes.sm_80.cubin", "sync_latency.sm_80.cubin",
         "tensor_clock.sm_80.cubin"]  # fmt: skip
     assert not (tmp_path / "m.csv").exists()
 

@@ -2,7 +2,7 @@
 
 Pure data: nothing here needs a GPU or a compiler. Each variant names the source under kernels/micro/,
 the kernel symbol, the threads per CTA, the runtime arguments and the gap of
-``reference/engine-fidelity.md`` it settles (G1, G3, G4, G5, G6, G7, G12).
+``reference/engine-fidelity.md`` it settles (G1, G3, G4, G5, G6, G7, G9, G12).
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ WGMMA_FLOP = 2 * 64 * 16
 """FLOP of one wgmma m64nNk16, per unit of N."""
 MMA_SYNC_FLOP = 2 * 16 * 8 * 16
 """FLOP of one mma.sync m16n8k16."""
+PIPE_MODES = ("ex2", "cvt_bf16", "cvt_e4m3", "ex2_cvt_bf16", "ex2_cvt_e4m3", "fmnmx", "ex2_fmnmx")
+"""pipes.cu's modes in order: one op, or two interleaved 1:1."""
+PIPES_ITERS = 1_500
+"""Loop trips of pipes.cu (64 results per thread each): ~3 M cycles where MUFU's 16/clk/SM binds."""
 SYNC_ITERS = 50_000
 """Iterations of each barrier experiment (sync_latency.cu): 1-10 M cycles at the tens to a few hundred
 cycles a round or hand-off takes."""
@@ -46,7 +50,7 @@ class Variant:
     name: str
     """Unique, stable id (rows carry it as ``variant=``)."""
     experiment: str
-    """wgmma, wgmma_overlap, operand_path, mma_sync, tensor_clock, l2_bandwidth or sync_latency."""
+    """wgmma, wgmma_overlap, operand_path, mma_sync, tensor_clock, l2_bandwidth, pipes or sync_latency."""
     source: str
     """File under kernels/micro/."""
     kernel: str
@@ -180,6 +184,10 @@ def _variants() -> tuple[Variant, ...]:
         out.append(Variant(f"l2_read_{where}_{kind}_{chunk_kib}kib", "l2_bandwidth", "l2_bandwidth.cu", "l2_read", 1024,
                            {"chunk_bytes": chunk_kib * 1024, "same_chunk": same, "passes": passes}, "G6",
                            one_sm=one))  # fmt: skip
+    # G9: which pipe the fp32 -> bf16 / FP8 conversions (P's packing) and FMNMX (the row max) issue on
+    for mode, name in enumerate(PIPE_MODES):
+        out.append(Variant(f"pipes_{name}", "pipes", "pipes.cu", "pipes", 512, {"iters": PIPES_ITERS, "mode": mode},
+                           "G9"))  # fmt: skip
     # G12: a named-barrier round (4 warps, one per SMSP, and 16), and the wake-up of a warp blocked on a
     # named barrier or an mbarrier that another warp completes (two hand-offs per iteration)
     for name, mode, threads in (
@@ -206,6 +214,7 @@ SOURCES: tuple[str, ...] = (
     "tensor_clock.cu",
     "l2_bandwidth.cu",
     "sync_latency.cu",
+    "pipes.cu",
 )
 """The microbenchmark sources (kernels/micro/)."""
 WGMMA_ONLY_SOURCES = frozenset({"wgmma_bench.cu"})

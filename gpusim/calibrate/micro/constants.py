@@ -232,6 +232,25 @@ def identify(rows: list[Measurement], arch: Arch) -> list[MicroConstant]:
             out.append(MicroConstant(f"l2_bytes_per_clk_{variant.removeprefix('l2_read_')}", per, "B/clk/SM",
                                      "(G6, proposed) L2 bandwidth in B/clk/SM; one SM alone: the per-SM ingress cap",
                                      variant))  # fmt: skip
+    # G9: does a conversion (or FMNMX) take MUFU's slots? 1: one pipe (1:1 pairs at the harmonic rate), 0: two
+    # pipes (the pairs at twice the slower op's rate)
+    ex2_rate = v.get(("pipes_ex2", "results_per_clk_per_sm", "sm"))
+    for other in ("cvt_bf16", "cvt_e4m3", "fmnmx"):
+        alone = v.get((f"pipes_{other}", "results_per_clk_per_sm", "sm"))
+        both = v.get((f"pipes_ex2_{other}", "results_per_clk_per_sm", "sm"))
+        if ex2_rate is None or alone is None or both is None:
+            continue
+        shared = 2 / (1 / ex2_rate + 1 / alone)
+        separate = 2 * min(ex2_rate, alone)
+        value = 1.0 if separate <= shared else min(1.0, max(0.0, (separate - both) / (separate - shared)))
+        out.append(MicroConstant(f"{other}_shares_mufu", value, "fraction",
+                                 "(G9) whether the op issues on the SFU pipe with ex2 (1) or on its own (0): "
+                                 + ("cuda_cores.cvt_per_clk_per_sm" if other.startswith("cvt") else "the fp32 pipe"),
+                                 f"pipes_ex2_{other} {both:.1f} op/clk/SM between {shared:.1f} (one pipe) and "
+                                 f"{separate:.1f} (two); alone: ex2 {ex2_rate:.1f}, {other} {alone:.1f}"))  # fmt: skip
+        out.append(MicroConstant(f"{other}_alone", alone, "op/clk/SM",
+                                 "cuda_cores.cvt_per_clk_per_sm" if other.startswith("cvt") else
+                                 "cuda_cores.fp32_flops_per_clk_per_sm / 2 (FMNMX)", f"pipes_{other}"))  # fmt: skip
     # G12: barrier wake-up (the sync_latency mechanism's arch fields)
     for variant, metric, field, how in (
         ("sync_bar_round_4w", "barrier_round_cycles", "sm.barrier_wake_cycles",

@@ -160,6 +160,16 @@ def derive_l2(v: Variant, records: np.ndarray) -> list[Quantity]:
     ]  # fmt: skip
 
 
+def derive_pipes(v: Variant, records: np.ndarray) -> list[Quantity]:
+    """pipes.cu: records (ctas, 8); results of all the variant's ops together per SM per clock."""
+    rate = _median_rate(records[:, WORK].astype(np.float64), _cycles(records))
+    return [
+        Quantity(
+            "results_per_clk_per_sm", rate, "op/clk/SM", "sm", {"clock_mhz": round(clock_mhz(records), 1)}
+        )
+    ]
+
+
 SYNC_METRICS = {0: "barrier_round_cycles", 1: "barrier_wake_cycles", 2: "mbarrier_wake_cycles"}
 """sync_latency.cu's modes and the quantity each measures."""
 
@@ -193,4 +203,6 @@ def derive(v: Variant, records: np.ndarray, samples: np.ndarray | None = None) -
         return derive_l2(v, records.reshape(-1, RECORD_WORDS))
     if v.experiment == "sync_latency":
         return derive_sync(v, records.reshape(-1, RECORD_WORDS))
+    if v.experiment == "pipes":
+        return derive_pipes(v, records.reshape(-1, RECORD_WORDS))
     raise ValueError(f"unknown experiment '{v.experiment}'")
