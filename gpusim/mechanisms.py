@@ -51,8 +51,8 @@ MECHANISMS: dict[str, str] = {
     "sync_latency": "a warp that waits at a barrier resumes the arch's wake-up time after the barrier "
     "completes: sm.barrier_wake_cycles for named barriers (sync, syncthreads) and turnstiles, "
     "sm.mbarrier_wake_cycles for mbarriers (stage rings' acquire and wait, event barriers, chunk "
-    "landings) (engine-fidelity G12; measured by gpusim measure --micro --only sync_latency); off, or on "
-    "an arch without those fields: waiters resume in the instant the barrier completes",
+    "landings) (engine-fidelity G12; measured by gpusim measure --micro --only sync_latency; refused on an "
+    "arch without those fields); off: waiters resume in the instant the barrier completes",
 }
 """Every switchable mechanism with one line on what it does."""
 
@@ -139,6 +139,9 @@ def with_model(arch: Arch, text: str | None) -> Arch:
     if "power" in on and arch.power is None:
         raise InputError(f"--model +power: arch '{arch.id}' has no power block (board_power_limit_w, "
                          "static_power_w and energies per operation)")  # fmt: skip
+    if "sync_latency" in on and not (arch.sm.barrier_wake_cycles or arch.sm.mbarrier_wake_cycles):
+        raise InputError(f"--model +sync_latency: arch '{arch.id}' has no sm.barrier_wake_cycles or "
+                         "sm.mbarrier_wake_cycles (measure them with gpusim measure --micro --only sync_latency)")  # fmt: skip
     return arch.model_copy(update={"mechanisms": sorted(on)})
 
 

@@ -71,17 +71,19 @@ def _time_ns(tmp_path: Path, arch: Arch, exact: bool = False) -> float:
     return simulate(load_schedule(str(path), arch), arch, exact=exact).kernel_ns
 
 
-def test_off_or_unmeasured_changes_nothing(tmp_path: Path) -> None:
+def test_off_changes_nothing_and_an_arch_without_the_times_is_refused(tmp_path: Path) -> None:
     plain = _time_ns(tmp_path, _arch(None, None, model=None))
-    assert _time_ns(tmp_path, _arch(None, None)) == plain  # on, but the arch has no wake-up times
     assert _time_ns(tmp_path, _arch(40, 40, model=None)) == plain  # measured, but the mechanism is off
-    assert not in_effect("sync_latency", _arch(None, None))
     assert in_effect("sync_latency", _arch(40, None))
     assert not in_effect("sync_latency", _arch(40, 40, model=None))
+    with pytest.raises(
+        InputError, match=r"no sm.barrier_wake_cycles or sm.mbarrier_wake_cycles .* --only sync_latency"
+    ):
+        _arch(None, None)
 
 
 def test_each_round_costs_the_wake_up_times(tmp_path: Path) -> None:
-    arch = _arch(None, None)
+    arch = _arch(None, None, model=None)
     ghz = arch.sustained_clock_mhz / 1000
     plain = _time_ns(tmp_path, arch)
     named = _time_ns(tmp_path, _arch(50, None)) - plain
@@ -112,7 +114,7 @@ def test_shipped_schedules_slow_down_monotonically_and_fast_forward_agrees(
     for cycles in (None, 30, 120):
         base = load_arch(arch_id, costs="datasheet")
         sm = base.sm.model_copy(update={"barrier_wake_cycles": cycles, "mbarrier_wake_cycles": cycles})
-        arch = with_model(base.model_copy(update={"sm": sm}), "+sync_latency")
+        arch = with_model(base.model_copy(update={"sm": sm}), "+sync_latency" if cycles else None)
         fast = predict(schedule, arch, costs="datasheet", attribute=False, **problem)
         exact = predict(schedule, arch, costs="datasheet", attribute=False, exact=True, **problem)
         assert fast.time_us == pytest.approx(exact.time_us, rel=5e-3)
