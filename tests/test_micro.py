@@ -46,7 +46,7 @@ def test_catalog_is_consistent() -> None:
     assert not [v for v in variants_for("sm_80") if v.needs_wgmma]
     hopper = variants_for("sm_90a")
     assert {v.experiment for v in hopper} == {"wgmma", "wgmma_overlap", "operand_path", "mma_sync", "tensor_clock",
-                                              "l2_bandwidth", "sync_latency", "pipes"}  # fmt: skip
+                                              "l2_bandwidth", "sync_latency", "pipes", "l2_atomics"}  # fmt: skip
     assert not [v for v in hopper if v.name.startswith("tensor_clock_mma_sync")]
     assert {v.experiment for v in variants_for("sm_90a", "mma_sync,l2_read_1sm")} == {
         "mma_sync",
@@ -155,6 +155,8 @@ SYNTHETIC = [
     ("l2_read_all_sms_distinct_90kib", "memory_bandwidth", "chip", 8500.0, {"bytes_moved": 10**9}),
     ("l2_read_1sm_same_90kib", "l2_bytes_per_clk_per_sm", "sm", 60.0, {}),
     ("side_bulk_1sm", "smem_bytes_per_clk_per_sm", "side", 90.0, {}),
+    ("l2_red_same", "memory_bandwidth", "chip", 1200.0, {}),
+    ("l2_store_distinct", "memory_bandwidth", "chip", 6000.0, {}),
     ("pipes_ex2", "results_per_clk_per_sm", "sm", 16.0, {}),
     ("pipes_cvt_bf16", "results_per_clk_per_sm", "sm", 16.0, {}),
     ("pipes_ex2_cvt_bf16", "results_per_clk_per_sm", "sm", 16.0, {}),
@@ -212,6 +214,8 @@ def test_identify_maps_each_constant(tmp_path: Path) -> None:
     assert c["cvt_bf16_shares_mufu"].value == pytest.approx(1.0)
     assert c["fmnmx_shares_mufu"].value == pytest.approx(0.0)
     assert "cvt_e4m3_shares_mufu" not in c  # its rows are missing
+    assert c["red_same_gbs"].value == 1200.0 and "0.20 of plain stores" in c["red_same_gbs"].how
+    assert "red_distinct_gbs" not in c
     assert identify(read_measurements([_synthetic_csv(tmp_path, "a100")]), h100) == []  # other archs' rows
 
 
@@ -264,11 +268,11 @@ def test_measure_micro_without_gpu_builds_then_exits_2(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert (
         len(proc.stderr.strip().splitlines()) == 1
-        and "built 5 microbenchmark sources for sm_80" in proc.stderr
+        and "built 6 microbenchmark sources for sm_80" in proc.stderr
     )
     assert sorted(p.name for p in tmp_path.glob("*.cubin")) == [
-        "l2_bandwidth.sm_80.cubin", "mma_sync_bench.sm_80.cubin", "pipes.sm_80.cubin", "sync_latency.sm_80.cubin",
-        "tensor_clock.sm_80.cubin"]  # fmt: skip
+        "l2_atomics.sm_80.cubin", "l2_bandwidth.sm_80.cubin", "mma_sync_bench.sm_80.cubin", "pipes.sm_80.cubin",
+        "sync_latency.sm_80.cubin", "tensor_clock.sm_80.cubin"]  # fmt: skip
     assert not (tmp_path / "m.csv").exists()
 
 

@@ -2,7 +2,7 @@
 
 Pure data: nothing here needs a GPU or a compiler. Each variant names the source under kernels/micro/,
 the kernel symbol, the threads per CTA, the runtime arguments and the gap of
-``reference/engine-fidelity.md`` it settles (G1, G3, G4, G5, G6, G7, G9, G12).
+``reference/engine-fidelity.md`` it settles (G1, G3, G4, G5, G6, G7, G9, G10, G12).
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ PIPE_MODES = ("ex2", "cvt_bf16", "cvt_e4m3", "ex2_cvt_bf16", "ex2_cvt_e4m3", "fm
 """pipes.cu's modes in order: one op, or two interleaved 1:1."""
 PIPES_ITERS = 1_500
 """Loop trips of pipes.cu (64 results per thread each): ~3 M cycles where MUFU's 16/clk/SM binds."""
+ATOMIC_CHUNK_BYTES = 128 * 1024
+"""Bytes each CTA of l2_atomics.cu reduces into per pass (132 SMs x 128 KiB stays well inside an L2)."""
 SYNC_ITERS = 50_000
 """Iterations of each barrier experiment (sync_latency.cu): 1-10 M cycles at the tens to a few hundred
 cycles a round or hand-off takes."""
@@ -50,7 +52,8 @@ class Variant:
     name: str
     """Unique, stable id (rows carry it as ``variant=``)."""
     experiment: str
-    """wgmma, wgmma_overlap, operand_path, mma_sync, tensor_clock, l2_bandwidth, pipes or sync_latency."""
+    """wgmma, wgmma_overlap, operand_path, mma_sync, tensor_clock, l2_bandwidth, l2_atomics, pipes or
+    sync_latency."""
     source: str
     """File under kernels/micro/."""
     kernel: str
@@ -184,6 +187,12 @@ def _variants() -> tuple[Variant, ...]:
         out.append(Variant(f"l2_read_{where}_{kind}_{chunk_kib}kib", "l2_bandwidth", "l2_bandwidth.cu", "l2_read", 1024,
                            {"chunk_bytes": chunk_kib * 1024, "same_chunk": same, "passes": passes}, "G6",
                            one_sm=one))  # fmt: skip
+    # G10: fp32 reductions into L2 (FA2 backward's dQ), each CTA on its own 128 KiB or all on the same, and
+    # plain stores of the same traffic (the working set stays in L2)
+    for name, mode in (("l2_red_distinct", 0), ("l2_red_same", 1), ("l2_store_distinct", 2)):
+        out.append(Variant(name, "l2_atomics", "l2_atomics.cu", "l2_atomics", 1024,
+                           {"chunk_bytes": ATOMIC_CHUNK_BYTES, "mode": mode,
+                            "passes": int(TARGET_CYCLES * 32 / ATOMIC_CHUNK_BYTES)}, "G10"))  # fmt: skip
     # G9: which pipe the fp32 -> bf16 / FP8 conversions (P's packing) and FMNMX (the row max) issue on
     for mode, name in enumerate(PIPE_MODES):
         out.append(Variant(f"pipes_{name}", "pipes", "pipes.cu", "pipes", 512, {"iters": PIPES_ITERS, "mode": mode},
@@ -215,6 +224,7 @@ SOURCES: tuple[str, ...] = (
     "l2_bandwidth.cu",
     "sync_latency.cu",
     "pipes.cu",
+    "l2_atomics.cu",
 )
 """The microbenchmark sources (kernels/micro/)."""
 WGMMA_ONLY_SOURCES = frozenset({"wgmma_bench.cu"})

@@ -232,6 +232,16 @@ def identify(rows: list[Measurement], arch: Arch) -> list[MicroConstant]:
             out.append(MicroConstant(f"l2_bytes_per_clk_{variant.removeprefix('l2_read_')}", per, "B/clk/SM",
                                      "(G6, proposed) L2 bandwidth in B/clk/SM; one SM alone: the per-SM ingress cap",
                                      variant))  # fmt: skip
+    # G10: reductions against plain stores of the same traffic
+    store = v.get(("l2_store_distinct", "memory_bandwidth", "chip"))
+    for variant in ("l2_red_distinct", "l2_red_same"):
+        red = v.get((variant, "memory_bandwidth", "chip"))
+        if red is not None:
+            out.append(MicroConstant(f"{variant.removeprefix('l2_')}_gbs", red, "GB/s",
+                                     "(G10, proposed) an L2 atomic resource for reduce ops (FA2 backward's dQ): "
+                                     "the engine charges them as plain stores today",
+                                     f"{variant}: red.global.add.f32 bytes per second, all SMs"
+                                     + (f" ({red / store:.2f} of plain stores, {store:.0f} GB/s)" if store else "")))  # fmt: skip
     # G9: does a conversion (or FMNMX) take MUFU's slots? 1: one pipe (1:1 pairs at the harmonic rate), 0: two
     # pipes (the pairs at twice the slower op's rate)
     ex2_rate = v.get(("pipes_ex2", "results_per_clk_per_sm", "sm"))

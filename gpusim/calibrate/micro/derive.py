@@ -199,7 +199,7 @@ def derive(v: Variant, records: np.ndarray, samples: np.ndarray | None = None) -
         return derive_tensor_clock(
             v, records.reshape(-1, RECORD_WORDS), samples.reshape(-1, CLOCK_SAMPLES, 2)
         )
-    if v.experiment == "l2_bandwidth":
+    if v.experiment in ("l2_bandwidth", "l2_atomics"):
         return derive_l2(v, records.reshape(-1, RECORD_WORDS))
     if v.experiment == "sync_latency":
         return derive_sync(v, records.reshape(-1, RECORD_WORDS))

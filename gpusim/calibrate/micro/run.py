@@ -97,6 +97,11 @@ def _run_variant(dev: Any, v: Variant, module: Any, symbols: dict[str, int]) -> 
         nbytes = a["chunk_bytes"] * (1 if a["same_chunk"] else grid)
         buf = dev.alloc(nbytes, operands("random", min(nbytes, SRC_BYTES)))
         args = [u64(out), u64(buf), u64(a["chunk_bytes"]), i32(a["same_chunk"]), u32(a["passes"])]
+    elif v.experiment == "l2_atomics":
+        out_words = grid * RECORD_WORDS
+        out = dev.alloc(out_words * 8)
+        buf = dev.alloc(a["chunk_bytes"] * (grid if a["mode"] != 1 else 1))
+        args = [u64(out), u64(buf), u64(a["chunk_bytes"]), i32(a["mode"]), u32(a["passes"])]
     elif v.experiment == "pipes":
         out_words = grid * RECORD_WORDS
         out = dev.alloc(out_words * 8)
