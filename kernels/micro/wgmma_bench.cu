@@ -9,7 +9,8 @@
 // after them (the "side" warps, 0..2 warpgroups) run side_op until every MMA warpgroup is done (or
 // side_iters iterations when there is none). Records per CTA (common.cuh): slot w < mma_wgs is MMA
 // warpgroup w (work = wgmma instructions, word 6 = its inline MUFU/FFMA results), slot mma_wgs the
-// side warps together (work = MUFU or FFMA results, or shared-memory bytes). Kernels: wgmma_{ss,rs}_n{64,128,176,256}.
+// side warps together (work = MUFU or FFMA results, or shared-memory bytes). Kernels: wgmma_{ss,rs}_n{64,128,176,256},
+// and with 16 wgmma per group wgmma_{ss,rs}_n64_k16, wgmma_ss_n128_k16.
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
@@ -59,7 +60,7 @@ __device__ __forceinline__ bool mbar_wait(uint32_t mbar, uint32_t parity, unsign
   }
 }
 
-template <int N, bool kRS>
+template <int N, bool kRS, int kSteps = kKSteps>
 __device__ __forceinline__ void wgmma_bench(unsigned long long* out, const uint4* src, unsigned long long src_bytes,
                                             unsigned mma_iters, unsigned side_iters, int mma_wgs, int side_op,
                                             int inline_op, int inline_count, unsigned long long timeout_ns) {
@@ -110,11 +111,11 @@ __device__ __forceinline__ void wgmma_bench(unsigned long long* out, const uint4
     for (unsigned it = 0; it < mma_iters; ++it) {
       asm volatile("wgmma.fence.sync.aligned;" ::: "memory");  // as CUTLASS's warpgroup_arrive per k-tile
 #pragma unroll
-      for (int k = 0; k < kKSteps; ++k) {  // the next k16 slice is 32 B further: +2 in the address field
+      for (int k = 0; k < kSteps; ++k) {  // the next k16 slice is 32 B further: +2 in the address field
         if constexpr (kRS)
-          Ops::rs(d, a, desc_b + 2 * k);
+          Ops::rs(d, a, desc_b + 2 * (k % kKSteps));
         else
-          Ops::ss(d, desc_a + 2 * k, desc_b + 2 * k);
+          Ops::ss(d, desc_a + 2 * (k % kKSteps), desc_b + 2 * (k % kKSteps));
       }
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       if (inline_op == kInlineEx2) {
@@ -138,7 +139,7 @@ __device__ __forceinline__ void wgmma_bench(unsigned long long* out, const uint4
       atomicAdd(done_count, 1);
       unsigned long long inline_ops = static_cast<unsigned long long>(inline_op != kInlineNone) * mma_iters *
                                       inline_count * kChains * 128ull;
-      write_record(out, blockIdx.x * slots + wg, t0, t1, static_cast<unsigned long long>(mma_iters) * kKSteps,
+      write_record(out, blockIdx.x * slots + wg, t0, t1, static_cast<unsigned long long>(mma_iters) * kSteps,
                    inline_ops, __float_as_uint(sum));
     }
     return;
@@ -247,3 +248,19 @@ GPUSIM_WGMMA_KERNEL(wgmma_rs_n64, 64, true)
 GPUSIM_WGMMA_KERNEL(wgmma_rs_n128, 128, true)
 GPUSIM_WGMMA_KERNEL(wgmma_rs_n176, 176, true)
 GPUSIM_WGMMA_KERNEL(wgmma_rs_n256, 256, true)
+
+// 16 wgmma per commit group (the 4 k16 slices of the tile, 4 times: a 256-deep K block as FA3's P V or a
+// CUTLASS k-tile of 256 issues): separates a per-group cost (fence, commit, wait_group 1) from the latency of
+// one dependent accumulate, which the 4-instruction groups above cannot tell apart at N = 64.
+#define GPUSIM_WGMMA_KERNEL_STEPS(NAME, N, RS, STEPS)                                                              \
+  extern "C" __global__ void __launch_bounds__(128 * kMaxWarpgroups, 1)                                           \
+      NAME(unsigned long long* out, const uint4* src, unsigned long long src_bytes, unsigned mma_iters,           \
+           unsigned side_iters, int mma_wgs, int side_op, int inline_op, int inline_count,                        \
+           unsigned long long timeout_ns) {                                                                        \
+    wgmma_bench<N, RS, STEPS>(out, src, src_bytes, mma_iters, side_iters, mma_wgs, side_op, inline_op,            \
+                              inline_count, timeout_ns);                                                           \
+  }
+
+GPUSIM_WGMMA_KERNEL_STEPS(wgmma_ss_n64_k16, 64, false, 16)
+GPUSIM_WGMMA_KERNEL_STEPS(wgmma_rs_n64_k16, 64, true, 16)
+GPUSIM_WGMMA_KERNEL_STEPS(wgmma_ss_n128_k16, 128, false, 16)

@@ -90,8 +90,10 @@ class Variant:
 
 def _wgmma(n: int, rs: bool, mma_wgs: int = 1, side: str = "none", side_wgs: int = 0, inline: str = "none",
            inline_count: int = 0, experiment: str = "wgmma", settles: str = "G7",
-           one_sm: bool = False) -> Variant:  # fmt: skip
-    mma_cycles = mma_wgs * 4 * n / 2  # 4 wgmma m64nNk16 of N/2 cycles each at 4096 FLOP/clk, per iteration
+           one_sm: bool = False, steps: int = 4) -> Variant:  # fmt: skip
+    mma_cycles = (
+        mma_wgs * steps * n / 2
+    )  # `steps` wgmma m64nNk16 of N/2 cycles each at 4096 FLOP/clk, per iteration
     inline_cycles = _SIDE_CYCLES_PER_ITER.get(inline, 0) / 8 * inline_count
     mma_iters = int(TARGET_CYCLES / (mma_cycles + inline_cycles)) if mma_wgs else 0
     side_iters = int(TARGET_CYCLES / _SIDE_CYCLES_PER_ITER[side]) if side != "none" else 0
@@ -106,9 +108,12 @@ def _wgmma(n: int, rs: bool, mma_wgs: int = 1, side: str = "none", side_wgs: int
         parts.append(f"{side_wgs}wg")
     if one_sm:
         parts.append("1sm")
+    if steps != 4:
+        parts.append(f"k{steps}steps")
     return Variant(
         name="_".join(parts), experiment=experiment, source="wgmma_bench.cu",
-        kernel=f"wgmma_{'rs' if rs else 'ss'}_n{n}", threads=128 * (mma_wgs + side_wgs),
+        kernel=f"wgmma_{'rs' if rs else 'ss'}_n{n}" + (f"_k{steps}" if steps != 4 else ""),
+        threads=128 * (mma_wgs + side_wgs),
         args={"mma_iters": mma_iters, "side_iters": 0 if mma_wgs else side_iters, "mma_wgs": mma_wgs,
               "side_op": SIDE_OPS[side], "inline_op": INLINE_OPS[inline], "inline_count": inline_count,
               "N": n, "a_from_rmem": int(rs)},
@@ -123,6 +128,9 @@ def _variants() -> tuple[Variant, ...]:
         for rs in (False, True):
             out.append(_wgmma(n, rs))
         out.append(_wgmma(n, False, mma_wgs=2))
+    # one warpgroup, 16 wgmma per group: a per-group cost or a dependent accumulate's latency at N = 64
+    for n, rs in ((64, False), (64, True), (128, False)):
+        out.append(_wgmma(n, rs, steps=16))
     # G1: wgmma beside MUFU / FFMA on other warps of the same SMSPs, inline on the MMA warps, side alone
     for side in ("ex2", "ffma"):
         for n, rs, wgs in ((128, False, 1), (176, False, 1), (128, True, 1), (256, False, 2)):
