@@ -357,3 +357,59 @@ def test_the_measured_h200_file_identifies_the_constants_the_docs_quote() -> Non
     assert c["sustained_clock_mhz"] == pytest.approx(1633, abs=1)  # random bf16, board at 688 of 700 W
     assert 0.55 < c["overlap_ss_n128_beside_ffma"] < 0.65 and 0.65 < c["overlap_ss_n128_beside_ex2"] < 0.75
     assert c["l2_bandwidth_fraction"] == pytest.approx(0.847, abs=0.001)
+
+
+class _FakeDevice:
+    """Hands out addresses instead of device memory, so the argument lists can be built without a GPU."""
+
+    sms = 132
+    clock_mhz = 1980.0
+
+    def __init__(self) -> None:
+        self.next = 1 << 20
+
+    def alloc(self, nbytes: int, fill: object = None) -> int:
+        self.next += max(256, nbytes)
+        return self.next
+
+
+_KERNEL_INFO = re.compile(r"^\.nv\.info\.(\S+)\s*$")
+_KPARAM = re.compile(r"Ordinal\s*:\s*0x([0-9a-f]+)\s+Offset\s*:\s*0x[0-9a-f]+\s+Size\s*:\s*0x([0-9a-f]+)")
+
+
+def _param_sizes(elf_text: str) -> dict[str, list[int]]:
+    """Per kernel, its parameters' sizes in ordinal order (the EIATTR_KPARAM_INFO entries of ``cuobjdump -elf``)."""
+    out: dict[str, dict[int, int]] = {}
+    kernel = None
+    for line in elf_text.splitlines():
+        if m := _KERNEL_INFO.match(line):
+            kernel = m.group(1)
+            out.setdefault(kernel, {})
+        elif line.startswith("."):
+            kernel = None
+        elif kernel is not None and (m := _KPARAM.search(line)):
+            out[kernel][int(m.group(1), 16)] = int(m.group(2), 16)
+    return {k: [sizes[i] for i in sorted(sizes)] for k, sizes in out.items()}
+
+
+@pytest.mark.skipif(not toolchain_available(), reason="needs nvcc (pip install 'gpusim[cuda]')")
+def test_every_variant_passes_the_arguments_its_compiled_kernel_takes(tmp_path: Path) -> None:
+    """A launch whose argument list does not match the kernel's parameters would waste a GPU session: the
+    sizes run.py passes, variant by variant, equal the compiled kernels' parameter sizes (sm_90a builds
+    every source)."""
+    import ctypes
+
+    from gpusim.calibrate.micro.build import build_all
+    from gpusim.calibrate.micro.run import kernel_args
+    from gpusim.compiler.build import _cuobjdump
+    from gpusim.compiler.toolchain import find_toolchain
+
+    builds = build_all("sm_90a", tmp_path)
+    params = {}
+    for build in builds.values():
+        params.update(_param_sizes(_cuobjdump(find_toolchain(), ["-elf"], build.cubin)))
+    for v in variants_for("sm_90a"):
+        args, _, out_words, _ = kernel_args(_FakeDevice(), v, 1 if v.one_sm else _FakeDevice.sms)
+        assert v.kernel in params, f"{v.name}: no kernel {v.kernel} in {v.source}"
+        assert [ctypes.sizeof(a) for a in args] == params[v.kernel], v.name
+        assert out_words > 0

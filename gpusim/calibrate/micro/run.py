@@ -58,18 +58,13 @@ def _provenance(dev: Any, target: str, command: str) -> dict[str, Any]:
     return env
 
 
-def _run_variant(dev: Any, v: Variant, module: Any, symbols: dict[str, int]) -> tuple[list[Quantity], float]:
-    """Launch one variant (a warm-up, then the timed launch); its quantities and kernel time in ms."""
-    grid = 1 if v.one_sm else dev.sms
-    smem = dev.one_cta_per_sm_smem(symbols.get("gpusim_micro_smem_bytes", 0))
-    if symbols.get("gpusim_micro_samples", CLOCK_SAMPLES) != CLOCK_SAMPLES or v.threads > symbols.get(
-        "gpusim_micro_max_threads", 1024
-    ):
-        raise GpusimError(f"{v.source}: the build's constants do not match gpusim/calibrate/micro (rebuild)")
+def kernel_args(dev: Any, v: Variant, grid: int) -> tuple[list[Any], int, int, int]:
+    """The device buffers ``v`` needs (allocated on ``dev``) and the kernel's argument list, in the order
+    and C types of its signature in kernels/micro/ (tests/test_micro.py checks them against the compiled
+    parameter sizes): (arguments, record buffer, its 64-bit words, clock-sample buffer or 0)."""
     u64, i32, u32 = ctypes.c_uint64, ctypes.c_int, ctypes.c_uint
     a = v.args
     samples_ptr = 0
-    extra: list[Quantity] = []
     if v.experiment in ("wgmma", "wgmma_overlap", "operand_path"):
         out_words = grid * WGMMA_SLOTS * RECORD_WORDS
         out = dev.alloc(out_words * 8)
@@ -112,6 +107,19 @@ def _run_variant(dev: Any, v: Variant, module: Any, symbols: dict[str, int]) -> 
         args = [u64(out), u32(a["iters"]), i32(a["mode"]), u64(TIMEOUT_NS)]
     else:
         raise GpusimError(f"unknown experiment '{v.experiment}'")
+    return args, out, out_words, samples_ptr
+
+
+def _run_variant(dev: Any, v: Variant, module: Any, symbols: dict[str, int]) -> tuple[list[Quantity], float]:
+    """Launch one variant (a warm-up, then the timed launch); its quantities and kernel time in ms."""
+    grid = 1 if v.one_sm else dev.sms
+    smem = dev.one_cta_per_sm_smem(symbols.get("gpusim_micro_smem_bytes", 0))
+    if symbols.get("gpusim_micro_samples", CLOCK_SAMPLES) != CLOCK_SAMPLES or v.threads > symbols.get(
+        "gpusim_micro_max_threads", 1024
+    ):
+        raise GpusimError(f"{v.source}: the build's constants do not match gpusim/calibrate/micro (rebuild)")
+    args, out, out_words, samples_ptr = kernel_args(dev, v, grid)
+    extra: list[Quantity] = []
     if v.experiment == "tensor_clock":
         from gpusim.calibrate.micro.device import SmiSampler
 
