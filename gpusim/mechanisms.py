@@ -56,16 +56,18 @@ MECHANISMS: dict[str, str] = {
 }
 """Every switchable mechanism with one line on what it does."""
 
-DEFAULT_ON: frozenset[str] = frozenset({"shared_tensor", "pipe_coupling", "mma_sync_warps"})
+DEFAULT_ON: frozenset[str] = frozenset(
+    {"shared_tensor", "pipe_coupling", "mma_sync_warps", "mma_sync_issuing", "grid_dispatch"}
+)
 """Mechanisms on by default: the shared tensor core (the hardware's behaviour; the calibrated overlays
 are fitted with it) and pipe coupling (a no-op at the datasheet overlap of 1; an overlay fitted with it sets
 the overlap). The power model is off: it is not proven better on held-out rows everywhere (docs/power.md);
 an overlay fitted with it (h800's) turns it on for that arch's calibrated predictions. ``mma_sync_warps``
-has no fitted parameter (its table is measured) and is a no-op on archs without the table.
-``mma_sync_issuing`` and ``grid_dispatch`` (2026-12-07) are the hardware's behaviour and fit no parameter,
-but are off until the accuracy report is regenerated with them; the overlays fitted under the static plan
-(a100, h100) record that model (``provenance.model``), so switching them on by default leaves those
-overlays' predictions as fitted (docs/how-it-works.md)."""
+and ``mma_sync_issuing`` have no fitted parameter (their table is measured) and are no-ops on archs
+without the table; ``grid_dispatch`` is the hardware block scheduler's order and fits nothing. The overlays
+fitted under the static count and round robin (a100, h100) record that model (``provenance.model``), so
+their calibrated predictions stay as fitted until they are refitted.
+"""
 
 KNOWN_BEFORE_MODEL_KNOWN: frozenset[str] = frozenset(
     {"power", "shared_tensor", "pipe_coupling", "smem_fills", "smem_operands"}

@@ -102,12 +102,12 @@ def test_a_non_persistent_grid_is_dispatched_where_its_units_loop_differently() 
     same k-loop in every tile) keep the static round robin."""
     from gpusim.mechanisms import with_model
 
-    h200 = with_model(load_arch("h200"), "+grid_dispatch")
+    h200 = load_arch("h200")  # on by default
     assert plan_work(load_schedule("attn_fa2_fwd", h200, FA2_CAUSAL), h200).dynamic
     assert not plan_work(load_schedule("attn_fa2_fwd", h200, {**FA2_CAUSAL, "causal": 0}), h200).dynamic
     edge = load_schedule("gemm_cp_async", h200, {"M": 1000, "N": 3000, "K": 512})
     assert not plan_work(edge, h200).dynamic
-    static = load_arch("h200")  # the mechanism off (the default): round robin
+    static = with_model(load_arch("h200"), "-grid_dispatch")  # the mechanism off: round robin
     assert not plan_work(load_schedule("attn_fa2_fwd", static, FA2_CAUSAL), static).dynamic
 
 
@@ -124,7 +124,7 @@ def test_dispatch_spreads_long_ctas_that_round_robin_piles_onto_some_slots(monke
     dispatched = predict("attn_fa2_fwd", h200, costs="datasheet", model=on, attribute=False, **problem)
     exact = predict("attn_fa2_fwd", h200, costs="datasheet", model=on, attribute=False, exact=True, **problem)
     assert dispatched.time_us == pytest.approx(exact.time_us, rel=5e-3)
-    static = predict("attn_fa2_fwd", h200, costs="datasheet", attribute=False, **problem)
+    static = predict("attn_fa2_fwd", h200, costs="datasheet", model="-grid_dispatch", attribute=False, **problem)
     monkeypatch.setattr(scheduler, "_loop_counts_differ", lambda *_: False)
     assert predict("attn_fa2_fwd", h200, costs="datasheet", model=on, attribute=False, **problem).time_us == (
         static.time_us

@@ -102,12 +102,12 @@ def test_an_mma_bound_kernel_slows_by_the_fraction_and_only_with_the_mechanism()
     arch = gpusim.load_arch("h200", costs="datasheet")
     fraction = mma_sync_fraction(load_schedule("gemm_sync", arch, GEMM), arch)
     assert fraction < 1.0
-    on, off = _time("gemm_sync", arch), _time("gemm_sync", arch, "-mma_sync_warps")
+    on, off = _time("gemm_sync", arch, "-mma_sync_issuing"), _time("gemm_sync", arch, "-mma_sync_warps")
     assert off < on <= off / fraction * 1.001
     assert on > off / fraction * 0.8  # tensor-bound at this size: most of the slowdown shows
-    # counted while issuing (mma_sync_issuing): each group of 4 warps issues at the rate of the warps
-    # issuing with it at that moment, between the two groups' rate together and one group's alone
-    issuing = _time("gemm_sync", arch, "+mma_sync_issuing")
+    # counted while issuing (mma_sync_issuing, the default): each group of 4 warps issues at the rate of
+    # the warps issuing with it at that moment, between the two groups' rate together and one group's alone
+    issuing = _time("gemm_sync", arch)
     assert on < issuing <= off / H200_TABLE[1] * 1.001  # the groups' fragment loads leave the other alone
     # no table: the mechanism changes nothing
     assert _time("gemm_sync", _with_table(arch, None)) == off
@@ -185,9 +185,9 @@ def test_fa2_forward_on_h200_is_slower_than_with_a_static_count() -> None:
     takes longer than at the static 2-warp rate and no longer than at the one-warp rate."""
     arch = gpusim.load_arch("h200", costs="datasheet")
     problem = {"batch": 2, "heads": 16, "seqlen_q": 2048, "seqlen_kv": 2048, "head_dim": 128}
-    dynamic = gpusim.predict("attn_fa2_fwd", arch, costs="datasheet", model="+mma_sync_issuing", attribute=False,
-                             **problem).time_us  # fmt: skip
-    static = gpusim.predict("attn_fa2_fwd", arch, costs="datasheet", attribute=False, **problem).time_us
+    dynamic = gpusim.predict("attn_fa2_fwd", arch, costs="datasheet", attribute=False, **problem).time_us
+    static = gpusim.predict("attn_fa2_fwd", arch, costs="datasheet", model="-mma_sync_issuing", attribute=False,
+                            **problem).time_us  # fmt: skip
     off = gpusim.predict("attn_fa2_fwd", arch, costs="datasheet", model="-mma_sync_warps", attribute=False,
                          **problem).time_us  # fmt: skip
     assert static <= off / H200_TABLE[2] * 1.001

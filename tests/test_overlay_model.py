@@ -31,9 +31,11 @@ def _overlay(tmp_path: Path, model: object, arch_id: str = "h800", known: object
 
 def test_overlay_fitted_with_power_runs_with_power(tmp_path: Path) -> None:
     arch = load_arch("h800", costs=_overlay(tmp_path, ["power", "shared_tensor"]))
-    # mma_sync_warps came after the overlay (it records no model_known): on, as by default
-    assert mechanisms_of(arch) == {"power", "shared_tensor", "mma_sync_warps"}
-    assert mechanisms_of(with_model(arch, "-power")) == {"shared_tensor", "mma_sync_warps"}
+    # the mma.sync mechanisms and grid_dispatch came after the overlay (it records no model_known): on, as
+    # by default
+    later = {"mma_sync_warps", "mma_sync_issuing", "grid_dispatch"}
+    assert mechanisms_of(arch) == {"power", "shared_tensor", *later}
+    assert mechanisms_of(with_model(arch, "-power")) == {"shared_tensor", *later}
     assert mechanisms_of(with_model(arch, "default")) == DEFAULT_ON
 
 

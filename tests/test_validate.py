@@ -291,8 +291,8 @@ def test_ablate_switches_each_mechanism_off_where_it_is_in_effect(tmp_path: Path
 
     first = run()
     assert first["summary"]["ablations"] == {
-        "grid_dispatch": {"rows": 0, "carried_over": 0},  # off by default (and both persistent)
-        "mma_sync_issuing": {"rows": 0, "carried_over": 0},  # off by default
+        "grid_dispatch": {"rows": 0, "carried_over": 0},  # both grids are persistent
+        "mma_sync_issuing": {"rows": 0, "carried_over": 0},  # neither schedule issues mma.sync
         "mma_sync_warps": {
             "rows": 0,
             "carried_over": 0,
