@@ -124,7 +124,9 @@ def test_dispatch_spreads_long_ctas_that_round_robin_piles_onto_some_slots(monke
     dispatched = predict("attn_fa2_fwd", h200, costs="datasheet", model=on, attribute=False, **problem)
     exact = predict("attn_fa2_fwd", h200, costs="datasheet", model=on, attribute=False, exact=True, **problem)
     assert dispatched.time_us == pytest.approx(exact.time_us, rel=5e-3)
-    static = predict("attn_fa2_fwd", h200, costs="datasheet", model="-grid_dispatch", attribute=False, **problem)
+    static = predict(
+        "attn_fa2_fwd", h200, costs="datasheet", model="-grid_dispatch", attribute=False, **problem
+    )
     monkeypatch.setattr(scheduler, "_loop_counts_differ", lambda *_: False)
     assert predict("attn_fa2_fwd", h200, costs="datasheet", model=on, attribute=False, **problem).time_us == (
         static.time_us
