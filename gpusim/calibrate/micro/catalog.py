@@ -91,9 +91,8 @@ class Variant:
 def _wgmma(n: int, rs: bool, mma_wgs: int = 1, side: str = "none", side_wgs: int = 0, inline: str = "none",
            inline_count: int = 0, experiment: str = "wgmma", settles: str = "G7",
            one_sm: bool = False, steps: int = 4) -> Variant:  # fmt: skip
-    mma_cycles = (
-        mma_wgs * steps * n / 2
-    )  # `steps` wgmma m64nNk16 of N/2 cycles each at 4096 FLOP/clk, per iteration
+    # per iteration: `steps` wgmma m64nNk16 of N/2 cycles each at 4096 FLOP/clk
+    mma_cycles = mma_wgs * steps * n / 2
     inline_cycles = _SIDE_CYCLES_PER_ITER.get(inline, 0) / 8 * inline_count
     mma_iters = int(TARGET_CYCLES / (mma_cycles + inline_cycles)) if mma_wgs else 0
     side_iters = int(TARGET_CYCLES / _SIDE_CYCLES_PER_ITER[side]) if side != "none" else 0
