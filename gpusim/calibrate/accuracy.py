@@ -76,12 +76,13 @@ def _carry_note(summary: dict[str, Any]) -> list[str]:
     rows_note = ("Every row's result is in [accuracy_rows.csv](accuracy_rows.csv) with a digest of the inputs its "
                  "prediction reads.")  # fmt: skip
     if not carried:
-        return [f"{rows_note} All rows were predicted in this run.", ""]
+        return [f"{rows_note} No row was carried over: each was predicted in this run or is skipped (the reasons "
+                "are below).", ""]  # fmt: skip
     dates = ", ".join(summary.get("carried_from") or [])
     return [f"{rows_note} {carried} of the {summary['rows']} rows were carried over from the runs of {dates} "
             "(`--reuse-unchanged`: the row, its arch's file and calibration overlay, the schedule files "
-            "and the options are unchanged since; gpusim's code is not in the digest), the rest were predicted "
-            "in this run.", ""]  # fmt: skip
+            "and the options are unchanged since; gpusim's code is not in the digest); the others were predicted "
+            "in this run or are skipped (the reasons are below).", ""]  # fmt: skip
 
 
 def accuracy_markdown(results: list[Any], summary: dict[str, Any], files: list[str],
