@@ -128,8 +128,13 @@ def in_effect(name: str, arch: Arch) -> bool:
     if name == "mma_sync_issuing":
         return {"mma_sync_warps", "shared_tensor"} <= on and in_effect("mma_sync_warps", arch)
     if name == "sync_latency":
-        return bool(arch.sm.barrier_wake_cycles or arch.sm.mbarrier_wake_cycles)
+        return _has_wake_times(arch)
     return True
+
+
+def _has_wake_times(arch: Arch) -> bool:
+    """Whether the arch file gives a barrier wake-up time (the ``sync_latency`` mechanism's data)."""
+    return bool(arch.sm.barrier_wake_cycles or arch.sm.mbarrier_wake_cycles)
 
 
 def with_model(arch: Arch, text: str | None) -> Arch:
@@ -141,7 +146,7 @@ def with_model(arch: Arch, text: str | None) -> Arch:
     if "power" in on and arch.power is None:
         raise InputError(f"--model +power: arch '{arch.id}' has no power block (board_power_limit_w, "
                          "static_power_w and energies per operation)")  # fmt: skip
-    if "sync_latency" in on and not (arch.sm.barrier_wake_cycles or arch.sm.mbarrier_wake_cycles):
+    if "sync_latency" in on and not _has_wake_times(arch):
         raise InputError(f"--model +sync_latency: arch '{arch.id}' has no sm.barrier_wake_cycles or "
                          "sm.mbarrier_wake_cycles (measure them with gpusim measure --micro --only sync_latency)")  # fmt: skip
     return arch.model_copy(update={"mechanisms": sorted(on)})

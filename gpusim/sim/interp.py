@@ -342,8 +342,8 @@ class RoleRunner:
             )
             self.op_start_ns = self.env.now
             yield event
-            if self.sm.rates.barrier_wake_ns > 0:
-                yield self.env.timeout(self.sm.rates.barrier_wake_ns)
+            if self.wake_ns is not None and "turn" in self.wake_ns:  # sync_latency
+                yield self.env.timeout(self.wake_ns["turn"])
             if self.spans is not None and self.env.now > self.op_start_ns:
                 self.spans.append(self.op_start_ns, self.env.now, f"turn {name}")
         yield from self._block(stmt.body)
@@ -421,9 +421,11 @@ _WAKE = {
     "syncthreads": "barrier_wake_ns",
     "acquire": "mbarrier_wake_ns",
     "wait": "mbarrier_wake_ns",
+    "turn": "barrier_wake_ns",
 }
 """Ops that wait at a barrier, and the ``Rates`` field with the time a waiter takes to resume after it
-completes (G12): named barriers (bar.sync) and mbarriers (stage rings, event barriers, chunk landings)."""
+completes (G12): named barriers (bar.sync) and turnstiles, and mbarriers (stage rings, event barriers,
+chunk landings)."""
 _ROUND_OPS = frozenset({"sync", "syncthreads"})
 """Named-barrier ops whose every participant pays the barrier's round, the arrival that completes it
 included (an mbarrier waiter that finds its phase complete does not wait)."""

@@ -33,13 +33,18 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
                : "r"(addr));
 }
 
+// The kLdmBytes the ldmatrix variants read, filled from the host's operand buffer (repeated as needed).
+__device__ __forceinline__ void fill_ldm_region(uint4* smem, const uint4* src, unsigned long long src_bytes) {
+  const uint32_t src_words = static_cast<uint32_t>(src_bytes / 16);
+  for (int i = threadIdx.x; i < kLdmBytes / 16; i += blockDim.x) smem[i] = src[i % src_words];
+}
+
 template <bool kBf16, int kChainsN>
 __device__ __forceinline__ void mma_sync_bench(unsigned long long* out, const uint4* src, unsigned long long src_bytes,
                                                unsigned iters, int ldm_per_iter) {
   extern __shared__ uint4 smem[];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const uint32_t src_words = static_cast<uint32_t>(src_bytes / 16);
-  for (int i = tid; i < kLdmBytes / 16; i += blockDim.x) smem[i] = src[i % src_words];
+  fill_ldm_region(smem, src, src_bytes);
   __shared__ unsigned long long total;
   if (tid == 0) total = 0;
   __syncthreads();
@@ -98,8 +103,7 @@ __device__ __forceinline__ void mma_sync_pipelined(unsigned long long* out, cons
                                                    unsigned long long src_bytes, unsigned iters) {
   extern __shared__ uint4 smem[];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const uint32_t src_words = static_cast<uint32_t>(src_bytes / 16);
-  for (int i = tid; i < kLdmBytes / 16; i += blockDim.x) smem[i] = src[i % src_words];
+  fill_ldm_region(smem, src, src_bytes);
   __shared__ unsigned long long total;
   if (tid == 0) total = 0;
   __syncthreads();
