@@ -129,3 +129,14 @@ def test_a_negative_wake_up_time_is_refused() -> None:
     data["sm"]["barrier_wake_cycles"] = -3
     with pytest.raises(InputError, match="barrier_wake_cycles"):
         Arch(**data)
+
+
+def test_the_cli_refuses_it_on_an_arch_without_the_times_in_one_line() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "gpusim", "predict", "gemm_ws_pingpong", "--arch", "h100",
+                           "--model", "+sync_latency"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "sm.barrier_wake_cycles" in lines[0] and "Traceback" not in proc.stderr
