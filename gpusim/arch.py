@@ -95,7 +95,9 @@ class Memory(StrictModel):
     l2_size_bytes: float = Field(gt=0, le=MAX_BYTES)
     """L2 cache capacity."""
     l2_bandwidth_bytes_per_s: float = Field(ge=MIN_BANDWIDTH_BYTES_PER_S, le=MAX_BANDWIDTH_BYTES_PER_S)
-    """Achievable aggregate L2-to-SM read bandwidth (NVIDIA does not publish it; measured)."""
+    """Achievable aggregate L2-to-SM read bandwidth (NVIDIA does not publish it; measured), read as at the
+    max boost clock, where the L2 benchmarks run: the ``l2_clock`` mechanism scales it by a kernel's clock
+    over that one."""
     l2_hit_latency_ns: float = Field(gt=0, le=MAX_LATENCY_NS)
     """Load-to-use latency of an L2 hit in the near partition."""
     l2_far_hit_latency_ns: float | None = Field(default=None, gt=0, le=MAX_LATENCY_NS)

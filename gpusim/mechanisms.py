@@ -48,6 +48,10 @@ MECHANISMS: dict[str, str] = {
     "has its CTAs dispatched as the hardware block scheduler does: the next CTA of the launch order goes to "
     "the slot that frees up (gpusim.sim.scheduler.plan_work); off: slot s runs units s, s + S, ... (static "
     "round robin), which can pile the long CTAs onto some slots",
+    "l2_clock": "the L2's bandwidth follows the SM clock (bytes per clock, as NVIDIA quotes it): the arch's "
+    "memory.l2_bandwidth_bytes_per_s is read as measured at the max boost clock (the L2 benchmarks run there; "
+    "h200's microbenchmark at 1,977-1,979 MHz), and a kernel at clock f gets f / boost of it (engine-fidelity "
+    "G6); off: the listed bandwidth whatever the clock",
     "sync_latency": "a warp that waits at a barrier resumes the arch's wake-up time after the barrier "
     "completes: sm.barrier_wake_cycles for named barriers (sync, syncthreads) and turnstiles, "
     "sm.mbarrier_wake_cycles for mbarriers (stage rings' acquire and wait, event barriers, chunk "

@@ -405,7 +405,8 @@ def simulate(
                             if "mma_sync_warps" in mechanisms_of(arch) and not by_issuing
                             else 1.0,
                             mma_sync_issuing_rate=WarpRate(table) if by_issuing and table else None,
-                            sync_latency="sync_latency" in mechanisms_of(arch))  # fmt: skip
+                            sync_latency="sync_latency" in mechanisms_of(arch),
+                            l2_clock="l2_clock" in mechanisms_of(arch))  # fmt: skip
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record is True:

@@ -87,15 +87,17 @@ class Rates:
     def from_arch(cls, arch: Arch, *, shared_tensor_core: bool = False, pipe_coupling: bool = False,
                   smem_fills: bool = False, smem_operands: bool = False,
                   mma_sync_fraction: float = 1.0, mma_sync_issuing_rate: WarpRate | None = None,
-                  sync_latency: bool = False) -> Rates:  # fmt: skip
+                  sync_latency: bool = False, l2_clock: bool = False) -> Rates:  # fmt: skip
         """Rates at the sustained clock, with the calibration block's efficiencies and fractions
-        (``sync_latency``: barrier wake-up times from the arch's cycles at that clock)."""
+        (``sync_latency``: barrier wake-up times from the arch's cycles at that clock; ``l2_clock``: the
+        L2 bandwidth scaled from the max boost clock to that clock)."""
         cal = arch.calibration
         ghz = arch.sustained_clock_mhz / 1000
         cc = arch.cuda_cores
         eff = cal.cuda_core_issue_efficiency
         smem = arch.sm.smem_bandwidth_bytes_per_clk * ghz
         tmem_clk = arch.sm.tmem_read_bytes_per_clk if arch.sm.tmem_read_bytes_per_clk else smem / ghz
+        l2_listed = arch.memory.l2_bandwidth_bytes_per_s * cal.l2_bandwidth_fraction / 1e9
         return cls(
             arch=arch,
             clock_ghz=ghz,
@@ -107,7 +109,7 @@ class Rates:
             smem_bytes_per_ns=smem,
             port_bytes_per_ns=smem,
             tmem_bytes_per_ns=tmem_clk * ghz,
-            l2_bytes_per_ns=arch.memory.l2_bandwidth_bytes_per_s * cal.l2_bandwidth_fraction / 1e9,
+            l2_bytes_per_ns=l2_listed * (ghz * 1000 / arch.clocks.boost_clock_mhz if l2_clock else 1.0),
             hbm_bytes_per_ns=arch.memory.hbm_bandwidth_bytes_per_s * cal.hbm_bandwidth_fraction / 1e9,
             l2_latency_ns=arch.memory.l2_hit_latency_ns * cal.latency_scale,
             hbm_latency_ns=arch.memory.hbm_latency_ns * cal.latency_scale,
