@@ -61,7 +61,7 @@ BUILD=/tmp/gpusim-micro-build
 CSV=$OUT/micro_measurements.csv
 rm -f "$CSV"
 status=0
-for group in wgmma wgmma_overlap operand_path mma_sync tensor_clock l2_bandwidth l2_atomics pipes sync_latency; do
+for group in wgmma wgmma_overlap operand_path mma_sync tensor_clock l2_bandwidth l2_clock l2_atomics pipes sync_latency; do
   part=/tmp/gpusim-micro-$group.csv
   rm -f "$part"
   echo "== group $group"

@@ -46,7 +46,7 @@ def test_catalog_is_consistent() -> None:
     assert not [v for v in variants_for("sm_80") if v.needs_wgmma]
     hopper = variants_for("sm_90a")
     assert {v.experiment for v in hopper} == {"wgmma", "wgmma_overlap", "operand_path", "mma_sync", "tensor_clock",
-                                              "l2_bandwidth", "sync_latency", "pipes", "l2_atomics"}  # fmt: skip
+                                              "l2_bandwidth", "l2_clock", "sync_latency", "pipes", "l2_atomics"}  # fmt: skip
     assert not [v for v in hopper if v.name.startswith("tensor_clock_mma_sync")]
     assert {v.experiment for v in variants_for("sm_90a", "mma_sync,l2_read_1sm")} == {
         "mma_sync",
@@ -98,6 +98,34 @@ def test_derive_tensor_clock_steady_window() -> None:
     first = next(q for q in qs if q.metric == "sm_clock_mhz" and q.extra.get("window") == "first")
     assert steady.value == pytest.approx(1500.0)
     assert first.value == pytest.approx(1980.0)
+
+
+def test_derive_l2_clock_over_the_settled_half() -> None:
+    """Readers that pull 40 B/ns per SM at 1,900 MHz for the first half and 34 B/ns at 1,650 MHz after: the
+    steady figures are the second half's, per SM and for the chip."""
+    v = BY_NAME["l2_clock_random"]
+    ctas, chunk = 4, v.args["chunk_bytes"]
+    records = np.zeros((ctas, 2, RECORD_WORDS), dtype=np.uint64)
+    records[:, 0, 6] = 10  # samples taken
+    records[:, 1, :4] = (0, 1_650_000, 0, 1_000_000)
+    records[:, 1, 4] = 1000  # wgmma instructions
+    samples = np.zeros((ctas, CLOCK_SAMPLES, 3), dtype=np.uint64)
+    ns_per_window = 200_000
+    cycles = passes = 0.0
+    for k in range(10):
+        fast = k < 5
+        samples[:, k] = (round(cycles), (k + 1) * ns_per_window, round(passes))
+        cycles += ns_per_window * (1.9 if fast else 1.65)
+        passes += ns_per_window * (40.0 if fast else 34.0) / chunk
+    qs = {(q.metric, q.role): q for q in derive(v, records.reshape(ctas, -1), samples)}
+    assert qs[("sm_clock_mhz", "sm")].value == pytest.approx(1650.0, rel=1e-4)
+    assert qs[("l2_bytes_per_ns_per_sm", "sm")].value == pytest.approx(34.0, rel=1e-3)
+    assert qs[("l2_bytes_per_clk_per_sm", "sm")].value == pytest.approx(34.0 / 1.65, rel=1e-3)
+    assert qs[("memory_bandwidth", "chip")].value == pytest.approx(4 * 34.0, rel=1e-3)
+    wgmma_flop = 1000 * 2 * 64 * 16 * 128  # 1,000 m64n128k16
+    assert qs[("tensor_flops_per_clk_per_sm", "mma")].value == pytest.approx(wgmma_flop / 1_650_000)
+    idle = derive(BY_NAME["l2_clock_idle"], records.reshape(ctas, -1), samples)
+    assert "tensor_flops_per_clk_per_sm" not in {q.metric for q in idle}
 
 
 def test_derive_l2_per_sm_and_chip() -> None:
@@ -154,6 +182,10 @@ SYNTHETIC = [
     ("tensor_clock_wgmma_zero", "sm_clock_mhz", "sm", 1980.0, {"window": "steady"}),
     ("l2_read_all_sms_distinct_90kib", "memory_bandwidth", "chip", 8500.0, {"bytes_moved": 10**9}),
     ("l2_read_1sm_same_90kib", "l2_bytes_per_clk_per_sm", "sm", 60.0, {}),
+    ("l2_clock_zero", "sm_clock_mhz", "sm", 1900.0, {"window": "steady"}),
+    ("l2_clock_zero", "l2_bytes_per_ns_per_sm", "sm", 40.0, {}),
+    ("l2_clock_random", "sm_clock_mhz", "sm", 1650.0, {"window": "steady"}),
+    ("l2_clock_random", "l2_bytes_per_ns_per_sm", "sm", 40.0 * 1650 / 1900, {}),
     ("side_bulk_1sm", "smem_bytes_per_clk_per_sm", "side", 90.0, {}),
     ("l2_red_same", "memory_bandwidth", "chip", 1200.0, {}),
     ("l2_store_distinct", "memory_bandwidth", "chip", 6000.0, {}),
@@ -205,6 +237,9 @@ def test_identify_maps_each_constant(tmp_path: Path) -> None:
     assert c["l2_bandwidth_fraction"].value == pytest.approx(8500e9 / h100.memory.l2_bandwidth_bytes_per_s)
     pj = (690 - h100.power.static_power_w) / (3700 * 132 * 1650e6) * 1e12
     assert c["tensor_pj_per_flop_at_clock"].value == pytest.approx(pj)
+    # bytes per ns fell with the clock: the L2 delivers per clock
+    assert c["l2_clock_exponent"].value == pytest.approx(1.0, abs=1e-4)
+    assert "l2_clock" in c["l2_clock_exponent"].maps_to
     assert c["barrier_wake_cycles"].value == 24.0
     assert c["barrier_wake_cycles"].maps_to == "sm.barrier_wake_cycles"
     assert c["mbarrier_wake_cycles"].value == 45.0

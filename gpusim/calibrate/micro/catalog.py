@@ -33,6 +33,9 @@ PIPE_MODES = ("ex2", "cvt_bf16", "cvt_e4m3", "ex2_cvt_bf16", "ex2_cvt_e4m3", "fm
 """pipes.cu's modes in order: one op, or two interleaved 1:1."""
 PIPES_ITERS = 1_500
 """Loop trips of pipes.cu (64 results per thread each): ~3 M cycles where MUFU's 16/clk/SM binds."""
+L2_CLOCK_CHUNK_BYTES = 90 * 1024
+"""Bytes each CTA of l2_clock.cu re-reads (132 SMs x 90 KiB = 11.6 MB: L2-resident, spread over both
+partitions)."""
 ATOMIC_CHUNK_BYTES = 128 * 1024
 """Bytes each CTA of l2_atomics.cu reduces into per pass (132 SMs x 128 KiB stays well inside an L2)."""
 SYNC_ITERS = 50_000
@@ -52,8 +55,8 @@ class Variant:
     name: str
     """Unique, stable id (rows carry it as ``variant=``)."""
     experiment: str
-    """wgmma, wgmma_overlap, operand_path, mma_sync, tensor_clock, l2_bandwidth, l2_atomics, pipes or
-    sync_latency."""
+    """wgmma, wgmma_overlap, operand_path, mma_sync, tensor_clock, l2_bandwidth, l2_clock, l2_atomics, pipes
+    or sync_latency."""
     source: str
     """File under kernels/micro/."""
     kernel: str
@@ -194,6 +197,16 @@ def _variants() -> tuple[Variant, ...]:
         out.append(Variant(f"l2_read_{where}_{kind}_{chunk_kib}kib", "l2_bandwidth", "l2_bandwidth.cu", "l2_read", 1024,
                            {"chunk_bytes": chunk_kib * 1024, "same_chunk": same, "passes": passes}, "G6",
                            one_sm=one))  # fmt: skip
+    # G6: the L2's bandwidth at two SM clocks: every SM reads its own L2-resident chunk beside wgmma work on zero
+    # operands (the clock near its maximum) and on random ones (pulled down by the power limit), and alone
+    for name, data, mma_on in (
+        ("l2_clock_zero", "zero", 1),
+        ("l2_clock_random", "random", 1),
+        ("l2_clock_idle", "zero", 0),
+    ):
+        out.append(Variant(name, "l2_clock", "l2_clock.cu", "l2_read_beside_wgmma", 512,
+                           {"chunk_bytes": L2_CLOCK_CHUNK_BYTES, "mma_on": mma_on}, "G6", needs_wgmma=True,
+                           data=data))  # fmt: skip
     # G10: fp32 reductions into L2 (FA2 backward's dQ), each CTA on its own 128 KiB or all on the same, and
     # plain stores of the same traffic (the working set stays in L2)
     for name, mode in (("l2_red_distinct", 0), ("l2_red_same", 1), ("l2_store_distinct", 2)):
@@ -229,12 +242,13 @@ SOURCES: tuple[str, ...] = (
     "mma_sync_bench.cu",
     "tensor_clock.cu",
     "l2_bandwidth.cu",
+    "l2_clock.cu",
     "sync_latency.cu",
     "pipes.cu",
     "l2_atomics.cu",
 )
 """The microbenchmark sources (kernels/micro/)."""
-WGMMA_ONLY_SOURCES = frozenset({"wgmma_bench.cu"})
+WGMMA_ONLY_SOURCES = frozenset({"wgmma_bench.cu", "l2_clock.cu"})
 """Sources that build only for sm_90a."""
 
 

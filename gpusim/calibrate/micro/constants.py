@@ -17,12 +17,14 @@ The rest are reported for the arch files (with the CSV as their source) and for 
 come: the wgmma efficiency table by N and operand source (G7), the tensor/CUDA-core overlap coefficient
 (G1), the shared-memory total while wgmma reads its operands beside other traffic (G3), the mma.sync
 rate by warps per SMSP (G5: the GH100 arch files carry it since 2026-12-05) and latency, the zero-data
-clock and the energy per tensor FLOP (G4), the one-SM L2 rate (G6), the barrier wake-up times (G12:
+clock and the energy per tensor FLOP (G4), the one-SM L2 rate and whether the L2 follows the SM clock (G6:
+the ``l2_clock`` mechanism), the barrier wake-up times (G12:
 ``sm.barrier_wake_cycles`` and ``sm.mbarrier_wake_cycles``, which the ``sync_latency`` mechanism uses).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -91,6 +93,11 @@ def _mma_sync_peak(arch: Arch) -> float | None:
 def _overlap(together_t: float, alone_t: float, together_s: float, alone_s: float) -> float:
     """1 when both run at their solo rates side by side, 0 when they take turns (f_t + f_s = 1)."""
     return min(1.0, max(0.0, together_t / alone_t + together_s / alone_s - 1.0))
+
+
+L2_CLOCK_MIN_LOG_RATIO = 0.03
+"""The l2_clock variants' clocks must differ by about 3% for the exponent to mean anything (power
+throttling under random operands moves an H200 from ~1.9 to ~1.65 GHz, docs/measured-h200.md)."""
 
 
 def identify(rows: list[Measurement], arch: Arch) -> list[MicroConstant]:
@@ -232,6 +239,20 @@ def identify(rows: list[Measurement], arch: Arch) -> list[MicroConstant]:
             out.append(MicroConstant(f"l2_bytes_per_clk_{variant.removeprefix('l2_read_')}", per, "B/clk/SM",
                                      "(G6, proposed) L2 bandwidth in B/clk/SM; one SM alone: the per-SM ingress cap",
                                      variant))  # fmt: skip
+    # G6: does the L2 deliver bytes per SM clock (the l2_clock mechanism) or per second? The same readers at two
+    # clocks: the exponent of the bandwidth's ratio in the clocks' ratio (1: per clock, 0: per second)
+    bw = {d: v.get((f"l2_clock_{d}", "l2_bytes_per_ns_per_sm", "sm")) for d in ("zero", "random")}
+    clk = {d: v.get((f"l2_clock_{d}", "sm_clock_mhz", "sm")) for d in ("zero", "random")}
+    if all(x is not None and x > 0 for x in (*bw.values(), *clk.values())):
+        log_clock = math.log(clk["random"] / clk["zero"])  # type: ignore[operator]
+        if abs(log_clock) >= L2_CLOCK_MIN_LOG_RATIO:
+            exponent = math.log(bw["random"] / bw["zero"]) / log_clock  # type: ignore[operator]
+            out.append(MicroConstant("l2_clock_exponent", exponent, "",
+                                     "(G6) the l2_clock mechanism: 1 = the L2 delivers bytes per SM clock (on), "
+                                     "0 = per second (off)",
+                                     f"l2_clock_random {bw['random']:.1f} B/ns/SM at {clk['random']:.0f} MHz against "
+                                     f"l2_clock_zero {bw['zero']:.1f} at {clk['zero']:.0f} MHz: "
+                                     "ln(bandwidth ratio) / ln(clock ratio)"))  # fmt: skip
     # G10: reductions against plain stores of the same traffic
     store = v.get(("l2_store_distinct", "memory_bandwidth", "chip"))
     for variant in ("l2_red_distinct", "l2_red_same"):

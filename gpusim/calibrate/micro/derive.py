@@ -19,7 +19,10 @@ RECORD_WORDS = 8
 WGMMA_SLOTS = 3
 """Records per CTA of wgmma_bench.cu (kMaxWarpgroups)."""
 CLOCK_SAMPLES = 64
-"""Samples per CTA of tensor_clock.cu (kSamples)."""
+"""Samples per CTA of tensor_clock.cu and l2_clock.cu (kSamples)."""
+SAMPLE_WORDS = {"tensor_clock": 2, "l2_clock": 3}
+"""64-bit words per sample of the experiments that sample over time: (%clock64, %globaltimer) and, in
+l2_clock.cu, the reader passes done."""
 FLAG_TIMEOUT = 1
 C0, C1, N0, N1, WORK, SMID, FLAGS = range(7)
 
@@ -160,6 +163,44 @@ def derive_l2(v: Variant, records: np.ndarray) -> list[Quantity]:
     ]  # fmt: skip
 
 
+def derive_l2_clock(v: Variant, records: np.ndarray, samples: np.ndarray) -> list[Quantity]:
+    """l2_clock.cu: records (ctas, 2, 8) (readers, wgmma), samples (ctas, CLOCK_SAMPLES, 3) of (cycles, ns,
+    passes). Over the second half of each CTA's sample windows (the clock settled under the power limit):
+    the SM clock, the bytes each SM's readers pulled per ns and per clock, the chip's total; beside them the
+    wgmma warpgroups' tensor rate (none when the variant runs no wgmma)."""
+    readers, mma = records[:, 0, :], records[:, 1, :]
+    counts = readers[:, FLAGS].astype(int)  # l2_clock.cu stores the number of samples taken there
+    chunk = float(v.args["chunk_bytes"])
+    mhz_by_cta, bytes_ns_by_cta = [], []
+    for cta in range(records.shape[0]):
+        n = int(min(counts[cta], samples.shape[1]))
+        if n < 4:
+            continue
+        s = samples[cta, n // 2 : n, :].astype(np.float64)
+        cycles, ns, passes = s[-1] - s[0]
+        if ns <= 0 or cycles <= 0 or passes <= 0:
+            continue
+        mhz_by_cta.append(cycles / ns * 1000.0)
+        bytes_ns_by_cta.append(passes * chunk / ns)
+    if not mhz_by_cta:
+        raise ValueError(f"{v.name}: fewer than 4 samples per CTA")
+    mhz = float(np.median(mhz_by_cta))
+    per_ns = float(np.median(bytes_ns_by_cta))
+    out = [
+        Quantity("sm_clock_mhz", mhz, "MHz", "sm", {"window": "steady", "min_mhz": round(min(mhz_by_cta), 1)}),
+        Quantity("l2_bytes_per_ns_per_sm", per_ns, "B/ns/SM", "sm", {"clock_mhz": round(mhz, 1)}),
+        Quantity("l2_bytes_per_clk_per_sm", per_ns / mhz * 1000.0, "B/clk/SM", "sm", {"clock_mhz": round(mhz, 1)}),
+        Quantity("memory_bandwidth", float(np.sum(bytes_ns_by_cta)), "GB/s", "chip",
+                 {"ctas": len(bytes_ns_by_cta), "window": "steady"}),
+    ]  # fmt: skip
+    if v.args["mma_on"] and int(mma[:, WORK].sum()) > 0:
+        flop = mma[:, WORK].astype(np.float64) * WGMMA_FLOP * 128
+        out.append(
+            Quantity("tensor_flops_per_clk_per_sm", _median_rate(flop, _cycles(mma)), "FLOP/clk/SM", "mma")
+        )
+    return out
+
+
 def derive_pipes(v: Variant, records: np.ndarray) -> list[Quantity]:
     """pipes.cu: records (ctas, 8); results of all the variant's ops together per SM per clock."""
     rate = _median_rate(records[:, WORK].astype(np.float64), _cycles(records))
@@ -201,6 +242,10 @@ def derive(v: Variant, records: np.ndarray, samples: np.ndarray | None = None) -
         )
     if v.experiment in ("l2_bandwidth", "l2_atomics"):
         return derive_l2(v, records.reshape(-1, RECORD_WORDS))
+    if v.experiment == "l2_clock":
+        if samples is None:
+            raise ValueError(f"{v.name}: no samples")
+        return derive_l2_clock(v, records.reshape(-1, 2, RECORD_WORDS), samples.reshape(-1, CLOCK_SAMPLES, 3))
     if v.experiment == "sync_latency":
         return derive_sync(v, records.reshape(-1, RECORD_WORDS))
     if v.experiment == "pipes":

@@ -19,7 +19,14 @@ import numpy as np
 
 from gpusim.calibrate.micro.build import MicroBuild, build_all
 from gpusim.calibrate.micro.catalog import CLOCK_SECONDS, Variant, variants_for
-from gpusim.calibrate.micro.derive import CLOCK_SAMPLES, RECORD_WORDS, WGMMA_SLOTS, Quantity, derive
+from gpusim.calibrate.micro.derive import (
+    CLOCK_SAMPLES,
+    RECORD_WORDS,
+    SAMPLE_WORDS,
+    WGMMA_SLOTS,
+    Quantity,
+    derive,
+)
 from gpusim.calibrate.micro.rows import quantity_row, write_rows
 from gpusim.errors import GpusimError, InputError
 
@@ -79,7 +86,7 @@ def kernel_args(dev: Any, v: Variant, grid: int) -> tuple[list[Any], int, int, i
     elif v.experiment == "tensor_clock":
         out_words = grid * RECORD_WORDS
         out = dev.alloc(out_words * 8)
-        samples_ptr = dev.alloc(grid * CLOCK_SAMPLES * 2 * 8)
+        samples_ptr = dev.alloc(grid * CLOCK_SAMPLES * SAMPLE_WORDS["tensor_clock"] * 8)
         src = dev.alloc(SRC_BYTES, operands(v.data))
         # cycles per iteration at the full rate: 2 warpgroups x 4 m64n256k16 (128 cycles each), or 16 warps
         # x 8 m16n8k16 at 2048 FLOP/clk/SM; sized from the device's maximum clock
@@ -92,6 +99,15 @@ def kernel_args(dev: Any, v: Variant, grid: int) -> tuple[list[Any], int, int, i
         nbytes = a["chunk_bytes"] * (1 if a["same_chunk"] else grid)
         buf = dev.alloc(nbytes, operands("random", min(nbytes, SRC_BYTES)))
         args = [u64(out), u64(buf), u64(a["chunk_bytes"]), i32(a["same_chunk"]), u32(a["passes"])]
+    elif v.experiment == "l2_clock":
+        out_words = grid * 2 * RECORD_WORDS
+        out = dev.alloc(out_words * 8)
+        samples_ptr = dev.alloc(grid * CLOCK_SAMPLES * SAMPLE_WORDS["l2_clock"] * 8)
+        src = dev.alloc(SRC_BYTES, operands(v.data))
+        nbytes = a["chunk_bytes"] * grid
+        buf = dev.alloc(nbytes, operands("random", min(nbytes, SRC_BYTES)))
+        args = [u64(out), u64(samples_ptr), u64(src), u64(SRC_BYTES), u64(buf), u64(a["chunk_bytes"]),
+                i32(a["mma_on"]), u64(int(CLOCK_SECONDS * 1e9))]  # fmt: skip
     elif v.experiment == "l2_atomics":
         out_words = grid * RECORD_WORDS
         out = dev.alloc(out_words * 8)
@@ -120,7 +136,7 @@ def _run_variant(dev: Any, v: Variant, module: Any, symbols: dict[str, int]) -> 
         raise GpusimError(f"{v.source}: the build's constants do not match gpusim/calibrate/micro (rebuild)")
     args, out, out_words, samples_ptr = kernel_args(dev, v, grid)
     extra: list[Quantity] = []
-    if v.experiment == "tensor_clock":
+    if v.experiment in SAMPLE_WORDS:  # runs for seconds under a power load: NVML's clock and power beside it
         from gpusim.calibrate.micro.device import SmiSampler
 
         with SmiSampler() as smi:
@@ -135,7 +151,9 @@ def _run_variant(dev: Any, v: Variant, module: Any, symbols: dict[str, int]) -> 
         dev.launch_timed(module, v.kernel, grid, v.threads, smem, args)  # warm-up
         ms = dev.launch_timed(module, v.kernel, grid, v.threads, smem, args)
     records = dev.read(out, out_words * 8)
-    samples = dev.read(samples_ptr, grid * CLOCK_SAMPLES * 2 * 8) if samples_ptr else None
+    samples = (
+        dev.read(samples_ptr, grid * CLOCK_SAMPLES * SAMPLE_WORDS[v.experiment] * 8) if samples_ptr else None
+    )
     dev.free_all()
     return derive(v, records, samples) + extra, ms
 
