@@ -271,7 +271,7 @@ def test_reuse_unchanged_needs_the_report_and_refuses_a_foreign_rows_file(tmp_pa
 
 def test_ablate_switches_each_mechanism_off_where_it_is_in_effect(tmp_path: Path) -> None:
     """--ablate predicts the rows again with one mechanism off at a time, only where it can change the
-    prediction (power and l2_clock: the h800 overlay's model; the shared tensor core: every arch; pipe coupling: a no-op
+    prediction (power: the h800 overlay's model; the shared tensor core: every arch; pipe coupling: a no-op
     at every shipped overlay's overlap of 1), adds the table and stores the variant rows; --reuse-unchanged
     carries them over like the main rows."""
     gemm = {"arch": "h800", "schedule": "gemm_ws_pingpong", "dtype": "bf16", "M": 512, "N": 512, "K": 1024,
@@ -290,7 +290,7 @@ def test_ablate_switches_each_mechanism_off_where_it_is_in_effect(tmp_path: Path
     first = run()
     assert first["summary"]["ablations"] == {
         "grid_dispatch": {"rows": 0, "carried_over": 0},  # both grids are persistent
-        "l2_clock": {"rows": 1, "carried_over": 0},  # the h800 overlay is fitted with it
+        "l2_clock": {"rows": 0, "carried_over": 0},  # off by default, and no overlay is fitted with it
         "mma_sync_issuing": {"rows": 0, "carried_over": 0},  # neither schedule issues mma.sync
         "mma_sync_warps": {
             "rows": 0,
@@ -311,7 +311,6 @@ def test_ablate_switches_each_mechanism_off_where_it_is_in_effect(tmp_path: Path
     stored = (tmp_path / "acc_ablation_rows.csv").read_text().splitlines()
     assert [line.rsplit(",", 1)[1] for line in stored] == [
         "model",
-        "-l2_clock",
         "-power",
         "-shared_tensor",
         "-shared_tensor",
