@@ -53,6 +53,21 @@ __device__ __forceinline__ void write_record(unsigned long long* out, int slot, 
   r[7] = checksum;
 }
 
+// Shared-memory matrix descriptor of a wgmma operand (PTX ISA, "Matrix Descriptor Format"): start address
+// >> 4 in bits 0-13, leading byte offset >> 4 in 16-29 (unused for swizzled K-major), stride byte offset
+// >> 4 in 32-45 (1024 B between 8-row groups), swizzle mode in 62-63 (1 = 128 B).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
+  return (static_cast<uint64_t>((addr & 0x3FFFF) >> 4)) | (1ull << 16) | (static_cast<uint64_t>(1024 >> 4) << 32) |
+         (1ull << 62);
+}
+
+// A 16-byte load cached in L2 only (ld.global.cg), kept by the compiler (volatile).
+__device__ __forceinline__ uint4 load_cg(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
 // A barrier over the 128 threads of one warpgroup (named barrier 1 + warpgroup index).
 __device__ __forceinline__ void warpgroup_barrier(int wg) {
   asm volatile("bar.sync %0, 128;" ::"r"(wg + 1) : "memory");

@@ -8,12 +8,6 @@
 
 extern "C" __device__ const unsigned gpusim_micro_smem_bytes = 0;
 
-__device__ __forceinline__ uint4 load_cg(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
-
 extern "C" __global__ void __launch_bounds__(1024, 1)
     l2_read(unsigned long long* out, const uint4* buf, unsigned long long chunk_bytes, int same_chunk, unsigned passes) {
   const unsigned long long n = chunk_bytes / 16;

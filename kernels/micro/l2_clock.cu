@@ -21,16 +21,6 @@ extern "C" __device__ const unsigned gpusim_micro_max_threads = 512;
 #include "wgmma_ops.cuh"
 extern "C" __device__ const unsigned gpusim_micro_smem_bytes = 1024 + 2 * 8192 + 32768;
 
-__device__ __forceinline__ uint64_t sw128(uint32_t addr) {
-  return (static_cast<uint64_t>((addr & 0x3FFFF) >> 4)) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ uint4 load_cg(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
-
 extern "C" __global__ void __launch_bounds__(512, 1)
     l2_read_beside_wgmma(unsigned long long* out, unsigned long long* samples, const uint4* src,
                          unsigned long long src_bytes, const uint4* buf, unsigned long long chunk_bytes, int mma_on,
@@ -51,8 +41,8 @@ extern "C" __global__ void __launch_bounds__(512, 1)
     float d[Ops::kRegs];
 #pragma unroll
     for (int i = 0; i < Ops::kRegs; ++i) d[i] = 0.f;
-    const uint64_t desc_a = sw128(smem_addr(smem + wg * 8192));
-    const uint64_t desc_b = sw128(smem_addr(smem + 2 * 8192));
+    const uint64_t desc_a = sw128_desc(smem_addr(smem + wg * 8192));
+    const uint64_t desc_b = sw128_desc(smem_addr(smem + 2 * 8192));
     const unsigned long long deadline = start_ns + duration_ns + 1000000000ull;
     unsigned long long issued = 0;
     Stamp m0 = Stamp::now();

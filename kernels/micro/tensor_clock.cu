@@ -26,10 +26,6 @@ __device__ __forceinline__ void sample(unsigned long long* samples, unsigned it,
 #include "wgmma_ops.cuh"
 extern "C" __device__ const unsigned gpusim_micro_smem_bytes = 1024 + 2 * 8192 + 32768;
 
-__device__ __forceinline__ uint64_t sw128(uint32_t addr) {
-  return (static_cast<uint64_t>((addr & 0x3FFFF) >> 4)) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
-
 extern "C" __global__ void __launch_bounds__(256, 1)
     tensor_clock_wgmma(unsigned long long* out, unsigned long long* samples, const uint4* src,
                        unsigned long long src_bytes, unsigned iters, unsigned sample_every) {
@@ -44,8 +40,8 @@ extern "C" __global__ void __launch_bounds__(256, 1)
   float d[Ops::kRegs];
 #pragma unroll
   for (int i = 0; i < Ops::kRegs; ++i) d[i] = 0.f;
-  const uint64_t desc_a = sw128(smem_addr(smem + wg * 8192));
-  const uint64_t desc_b = sw128(smem_addr(smem + 2 * 8192));
+  const uint64_t desc_a = sw128_desc(smem_addr(smem + wg * 8192));
+  const uint64_t desc_b = sw128_desc(smem_addr(smem + 2 * 8192));
   int n = 0;
   Stamp t0 = Stamp::now();
   for (unsigned it = 0; it < iters; ++it) {

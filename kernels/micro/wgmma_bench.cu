@@ -29,14 +29,6 @@ constexpr uint32_t kSmemBytes = 1024 + kCtrlBytes + 2 * kATileBytes + kBTileMaxB
 extern "C" __device__ const unsigned gpusim_micro_smem_bytes = kSmemBytes;
 extern "C" __device__ const unsigned gpusim_micro_max_threads = 128 * kMaxWarpgroups;
 
-// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in bits
-// 0-13, leading byte offset >> 4 in 16-29 (unused for swizzled K-major), stride byte offset >> 4 in
-// 32-45 (1024 B between 8-row groups), swizzle mode in 62-63 (1 = 128 B).
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
-  return (static_cast<uint64_t>((addr & 0x3FFFF) >> 4)) | (1ull << 16) | (static_cast<uint64_t>(1024 >> 4) << 32) |
-         (1ull << 62);
-}
-
 __device__ __forceinline__ void bulk_issue(uint32_t dst, const void* src, uint32_t bytes, uint32_t mbar) {
   asm volatile(
       "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(mbar), "r"(bytes)

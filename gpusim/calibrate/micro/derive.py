@@ -238,14 +238,20 @@ def derive(v: Variant, records: np.ndarray, samples: np.ndarray | None = None) -
         if samples is None:
             raise ValueError(f"{v.name}: no clock samples")
         return derive_tensor_clock(
-            v, records.reshape(-1, RECORD_WORDS), samples.reshape(-1, CLOCK_SAMPLES, 2)
+            v,
+            records.reshape(-1, RECORD_WORDS),
+            samples.reshape(-1, CLOCK_SAMPLES, SAMPLE_WORDS[v.experiment]),
         )
     if v.experiment in ("l2_bandwidth", "l2_atomics"):
         return derive_l2(v, records.reshape(-1, RECORD_WORDS))
     if v.experiment == "l2_clock":
         if samples is None:
             raise ValueError(f"{v.name}: no samples")
-        return derive_l2_clock(v, records.reshape(-1, 2, RECORD_WORDS), samples.reshape(-1, CLOCK_SAMPLES, 3))
+        return derive_l2_clock(
+            v,
+            records.reshape(-1, 2, RECORD_WORDS),
+            samples.reshape(-1, CLOCK_SAMPLES, SAMPLE_WORDS[v.experiment]),
+        )
     if v.experiment == "sync_latency":
         return derive_sync(v, records.reshape(-1, RECORD_WORDS))
     if v.experiment == "pipes":
