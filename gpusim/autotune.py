@@ -311,6 +311,7 @@ def search(
                 horizon_flops_per_us=_peak_flops_per_us_per_sm(sched, arch) * arch.sm_count
                 if equal_units
                 else None,
+                horizon_equal_units=equal_units,
                 replay="none",  # shipped schedules: a deadlock still ends the simulation (the replay only names it sooner)
             )
         except HorizonReached:  # it takes at least the best time so far (the time simulated plus the MMA

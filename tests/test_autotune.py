@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpusim.api import predict
 from gpusim.arch import load_arch
@@ -231,3 +233,68 @@ def test_blackwell_pick_is_tried_with_cluster_launch_control_where_edge_tiles_ma
     assert all(c["time_us"] is None or c["time_us"] >= edge.time_us for c in edge.choice["candidates"])
     even, _ = search_gemm(arch, {"M": 1024, "N": 1024, "K": 512, "dtype": "bf16"})
     assert even.choice is not None and not [c for c in even.choice["candidates"] if "CLC" in c["params"]]
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    case=st.sampled_from(
+        [
+            ("h100", "gemm_ws_pingpong", {"BM": 128, "BN": 128}),
+            ("h100", "gemm_ws_pingpong", {"BM": 64, "BN": 256, "STAGES": 4, "CLUSTER_N": 2}),
+            ("h100", "gemm_ws_cooperative", {"BM": 256, "BN": 128, "CLUSTER_M": 2}),
+            ("h800", "gemm_fp8_deepgemm", {}),
+            ("a100", "gemm_cp_async", {}),
+            ("b200", "gemm_tcgen05", {}),
+        ]
+    ),
+    m=st.integers(200, 2600),
+    n=st.integers(200, 2600),
+    k=st.sampled_from([256, 1000, 2048]),
+)
+def test_the_busiest_groups_work_left_never_stops_a_candidate_that_finishes_in_time(
+    case: tuple[str, str, dict[str, int]], m: int, n: int, k: int
+) -> None:
+    """The per-group horizon (every unit issues the same MMA work; the group with the most left bounds
+    the end): over problems with edge tiles and partial waves, a GEMM that finishes before the horizon
+    is never stopped, and one that cannot stops no later than with the chip-wide count."""
+    from gpusim.autotune import _peak_flops_per_us_per_sm
+    from gpusim.errors import HorizonReached
+    from gpusim.sim.engine import simulate
+
+    arch_id, name, params = case
+    arch = load_arch(arch_id)
+    problem = {"M": m, "N": n, "K": k, **({"dtype": "fp8_e4m3"} if "fp8" in name else {})}
+    sched = load_schedule(name, arch, {**problem, **params})
+    kernel_ns = simulate(sched, arch, replay="none").kernel_ns
+    rate = _peak_flops_per_us_per_sm(sched, arch) * arch.sm_count / 1000.0
+    finished = simulate(sched, arch, horizon_ns=kernel_ns * 1.0001, horizon_flops_per_ns=rate,
+                        horizon_equal_units=True, replay="none")  # fmt: skip
+    assert finished.kernel_ns == kernel_ns
+
+    def events_when_stopped(equal_units: bool) -> int:
+        with pytest.raises(HorizonReached) as info:
+            simulate(sched, arch, horizon_ns=kernel_ns * 0.8, horizon_flops_per_ns=rate,
+                     horizon_equal_units=equal_units, replay="none")  # fmt: skip
+        return int(str(info.value).rsplit("after ", 1)[1].split(" events")[0].replace(",", ""))
+
+    assert events_when_stopped(True) <= events_when_stopped(False)
+
+
+def test_the_busiest_groups_work_left_stops_a_partial_wave_gemm_sooner() -> None:
+    """2500x2300 in 128x128 tiles is 360 tiles on 132 SMs: 96 SMs run three, 36 run two. The chip-wide
+    count of FLOPs left spreads the third wave over every SM; the busiest groups' count does not."""
+    from gpusim.autotune import _peak_flops_per_us_per_sm
+    from gpusim.errors import HorizonReached
+    from gpusim.sim.engine import simulate
+
+    h100 = load_arch("h100")
+    sched = load_schedule("gemm_ws_pingpong", h100, {"M": 2500, "N": 2300, "K": 1000})
+    kernel_ns = simulate(sched, h100, replay="none").kernel_ns
+    rate = _peak_flops_per_us_per_sm(sched, h100) * h100.sm_count / 1000.0
+    stopped_at = []
+    for equal_units in (False, True):
+        with pytest.raises(HorizonReached) as info:
+            simulate(sched, h100, horizon_ns=kernel_ns * 0.8, horizon_flops_per_ns=rate,
+                     horizon_equal_units=equal_units, replay="none")  # fmt: skip
+        stopped_at.append(float(str(info.value).split("at t=", 1)[1].split(" us", 1)[0]))
+    assert stopped_at[1] < stopped_at[0] * 0.75, stopped_at

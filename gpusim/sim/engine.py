@@ -352,6 +352,7 @@ def simulate(
     shared_tensor_core: bool | None = None,
     horizon_ns: float | None = None,
     horizon_flops_per_ns: float | None = None,
+    horizon_equal_units: bool = False,
     replay: Literal["early", "late", "none"] = "early",
 ) -> SimRun:
     """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
@@ -370,7 +371,11 @@ def simulate(
     least that long; a search uses its best time so far). ``horizon_flops_per_ns``: with a horizon, a
     rate no SM's tensor cores together can beat (FLOP/ns over the chip): stop as soon as the time
     simulated plus the schedule's FLOPs not yet issued at that rate reach the horizon (the kernel cannot
-    end sooner; for schedules whose metric FLOPs are all MMA work, GEMMs). ``replay``: when the
+    end sooner; for schedules whose metric FLOPs are all MMA work, GEMMs). ``horizon_equal_units``: every
+    work unit issues the same MMA work, at least the schedule's FLOPs over its units (GEMM output tiles:
+    edge tiles issue whole tiles): the bound is then taken per SM group, whose units are fixed before
+    the run when they are handed out statically (the group with the most work left bounds the end; see
+    ``_GroupWork``). ``replay``: when the
     untimed replay of the synchronisation runs (gpusim/sim/untimed.py): ``early`` before simulating
     (and again past UNTIMED_REPLAY_AFTER_EVENTS if undecided and worth it), ``late`` only past that
     many events (a search among shipped schedules), ``none`` never (a re-simulation of a schedule
@@ -424,6 +429,11 @@ def simulate(
     ff = builder.ff
     horizon_rate = horizon_flops_per_ns if horizon_ns is not None and sched.flops > 0 else None
     horizon_rate_ns = horizon_ns if horizon_ns is not None else float("inf")
+    group_work = (
+        _GroupWork.of(sched, plan, builder.sms, horizon_rate / arch.sm_count)
+        if horizon_rate and horizon_equal_units
+        else None
+    )
     events = skipped = 0
     limit = max_events if max_events is not None else -1
     check_every = limit // HOPELESS_CHECKS if limit >= HOPELESS_CHECKS else -1
@@ -470,10 +480,14 @@ def simulate(
                                  f"after {events:,} events")  # fmt: skip
         if horizon_rate and events % 64 == 0:
             left = max(sched.flops - issued_tensor_flops(builder.sms), 0.0)
-            if env.now + left / horizon_rate >= horizon_rate_ns:
+            left_ns = left / horizon_rate
+            if group_work is not None:
+                left_ns = max(left_ns, group_work.time_left_ns())
+            if env.now + left_ns >= horizon_rate_ns:
                 raise HorizonReached(
-                    f"{sched.name} on {arch.id}: at t={env.now / 1000:.2f} us, {left:.3g} FLOPs still to "
-                    f"issue cannot finish before {horizon_rate_ns / 1000:.2f} us after {events:,} events"
+                    f"{sched.name} on {arch.id}: at t={env.now / 1000:.2f} us, the MMA work left ({left:.3g} "
+                    f"FLOPs on the chip, {left_ns / 1000:.2f} us at peak on the busiest SMs) cannot finish "
+                    f"before {horizon_rate_ns / 1000:.2f} us after {events:,} events"
                 )
     blocked = [r for r in builder.runners if not r.finished]
     if blocked:
@@ -494,6 +508,49 @@ def simulate(
                   net=net, runners=builder.runners, rings=builder.rings, wall_s=time.perf_counter() - start,
                   events=events, skipped_events=skipped, jumps=ff.jumps if ff else [], exact=exact,
                   fast_forward_off=ff.disabled if ff else None, resident_bytes=resident_bytes)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _GroupWork:
+    """The MMA work each simulated SM group has left, for a search's horizon: with units handed out
+    before the run (static tile schedulers, no split-K or stream-K parts) and every unit issuing the
+    same MMA work, a group of SMs that runs ``u`` cluster units issues at least ``u`` times the
+    schedule's FLOPs per cluster unit, and no faster than its SMs' peak rate. So the group with the most
+    left bounds the kernel's end: wave quantization counts (the SMs with one tile more finish last),
+    which the chip-wide count of FLOPs left does not see."""
+
+    groups: tuple[tuple[tuple[SimSM, ...], float], ...]
+    """Each group's SMs and the MMA FLOPs its units issue at least."""
+    flops_per_ns_per_sm: float
+
+    @staticmethod
+    def of(
+        sched: Schedule, plan: WorkPlan, sms: list[SimSM], flops_per_ns_per_sm: float
+    ) -> _GroupWork | None:
+        """The groups of ``plan`` (simulated as ``sms``, ``cluster_size`` per group in plan order), or None
+        where the bound does not hold (units handed out at run time, or of different lengths)."""
+        launch = sched.launch
+        if plan.dynamic or launch.k_splits != 1 or launch.parts is not None or "stream" in launch.scheduler:
+            return None
+        csize = launch.cluster_size
+        units = [sum(len(slot) for slot in group.slots) for group in plan.groups]
+        total = sum(u * group.weight for u, group in zip(units, plan.groups, strict=True))
+        if total <= 0 or len(sms) != csize * len(plan.groups) or flops_per_ns_per_sm <= 0:
+            return None
+        per_unit = sched.flops / total
+        return _GroupWork(
+            tuple((tuple(sms[i * csize : (i + 1) * csize]), u * per_unit) for i, u in enumerate(units)),
+            flops_per_ns_per_sm,
+        )
+
+    def time_left_ns(self) -> float:
+        """The least time the slowest group needs for its MMA work left, at its SMs' peak rate."""
+        worst_ns = 0.0
+        for sms, planned in self.groups:
+            left = planned - sum(sm.tensor_flops for sm in sms)
+            if left > 0:
+                worst_ns = max(worst_ns, left / (len(sms) * self.flops_per_ns_per_sm))
+        return worst_ns
 
 
 def _done_fraction(sched: Schedule, sms: list[SimSM], net: FlowNetwork) -> float:
