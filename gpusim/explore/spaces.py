@@ -175,13 +175,19 @@ def _ampere(dtype: str, tiles_fill_sms: bool) -> list[Candidate]:
     out: list[Candidate] = []
     for bm, bn in ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 64)):
         warp_m, warp_n = min(64, bm), min(64, bn // 2 if bn >= 128 else bn)
-        for s in _splits(tiles_fill_sms):
-            values: dict[str, Any] = {"BM": bm, "BN": bn, "BK": bk, "WM": warp_m, "WN": warp_n, "STAGES": FIT,
-                                      "SPLITS": s}  # fmt: skip
-            if dtype == "tf32":
-                values["INSTR_K"] = 8  # mma.sync m16n8k8 for tf32
-            out.append(Candidate("gemm_cp_async", _named("gemm_cp_async", values),
-                                 f"CUTLASS sm80 multistage {bm}x{bn}x{bk}, warp {warp_m}x{warp_n}"))  # fmt: skip
+        # a CUTLASS kernel runs as many CTAs per SM as its registers and shared memory allow: tiles up to
+        # 128x128 also as two per SM, with the stages that leave room for both (128x128x32: 5 stages)
+        for ctas in (1, 2) if bm * bn <= 128 * 128 else (1,):
+            for s in _splits(tiles_fill_sms):
+                values: dict[str, Any] = {"BM": bm, "BN": bn, "BK": bk, "WM": warp_m, "WN": warp_n, "STAGES": FIT,
+                                          "SPLITS": s}  # fmt: skip
+                if dtype == "tf32":
+                    values["INSTR_K"] = 8  # mma.sync m16n8k8 for tf32
+                if ctas > 1:
+                    values["CTAS_PER_SM"] = ctas
+                out.append(Candidate("gemm_cp_async", _named("gemm_cp_async", values),
+                                     f"CUTLASS sm80 multistage {bm}x{bn}x{bk}, warp {warp_m}x{warp_n}"
+                                     + (f", {ctas} CTAs per SM" if ctas > 1 else "")))  # fmt: skip
     return out
 
 
