@@ -132,11 +132,13 @@ def _tile_intensity(sched: Schedule) -> float:
     return pair * bm * bn / (pair * bm + bn)
 
 
-def _operand_traffic_us(sched: Schedule, arch: Arch) -> float:
-    """The time the chip's L2 needs to deliver a GEMM's A and B tiles at its datasheet bandwidth (each
-    operand tile read once per cluster: TMA multicast shares A along CLUSTER_N and B along CLUSTER_M; a
-    CTA pair shares B). An estimate that orders candidates (small tiles re-read the operands more often),
-    not a bound: the simulator's L2 may deliver more than the datasheet figure. 0 without BM/BN."""
+def operand_read_bytes(sched: Schedule) -> float:
+    """The L2 bytes a GEMM's A and B operand tiles take at least: each operand tile read once per
+    cluster (TMA multicast shares A along CLUSTER_N and B along CLUSTER_M; a CTA pair shares B), every
+    k-tile whole in K, edge tiles in M and N their valid rows and columns. So A is read at least N / (BN x
+    CLUSTER_N) times and B M / (BM x CLUSTER_M) times: a lower bound on what a GEMM schedule's loads
+    move through L2 (checked against the simulated bytes over every GEMM schedule by
+    tests/test_autotune.py). 0 without BM/BN/elem_bytes."""
     env = sched.env
     bm, bn = _output_tile(env)
     elem_bytes = env.get("elem_bytes")
@@ -150,7 +152,15 @@ def _operand_traffic_us(sched: Schedule, arch: Arch) -> float:
     if sched.launch.cta_pair:
         cluster_m *= 2
     bytes_per_flop = elem_bytes / 2 * (1 / (bn * cluster_n) + 1 / (bm * cluster_m))
-    return sched.flops * bytes_per_flop / (arch.memory.l2_bandwidth_bytes_per_s / 1e6)
+    return sched.flops * bytes_per_flop
+
+
+def _operand_traffic_us(sched: Schedule, arch: Arch) -> float:
+    """The time the chip's L2 needs to deliver a GEMM's A and B tiles (``operand_read_bytes``) at its
+    datasheet bandwidth. An estimate that orders candidates (small tiles re-read the operands more
+    often); the search's bound on a running simulation uses the simulated L2's own bandwidth. 0 without
+    BM/BN."""
+    return operand_read_bytes(sched) / (arch.memory.l2_bandwidth_bytes_per_s / 1e6)
 
 
 def _padding(sched: Schedule) -> float:
@@ -312,6 +322,7 @@ def search(
                 if equal_units
                 else None,
                 horizon_equal_units=equal_units,
+                horizon_l2_read_bytes=operand_read_bytes(sched) if equal_units else None,
                 replay="none",  # shipped schedules: a deadlock still ends the simulation (the replay only names it sooner)
             )
         except HorizonReached:  # it takes at least the best time so far (the time simulated plus the MMA

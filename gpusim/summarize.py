@@ -42,6 +42,7 @@ def predict_resolved(
     horizon_us: float | None = None,
     horizon_flops_per_us: float | None = None,
     horizon_equal_units: bool = False,
+    horizon_l2_read_bytes: float | None = None,
     replay: str = "early",
     power_start: ClockStart | None = None,
 ) -> Prediction:
@@ -54,7 +55,7 @@ def predict_resolved(
     the predicted time (kernel plus launch) is known to reach it (a search's best so far); applied where
     the power model is off (one simulation at a fixed clock); ``horizon_flops_per_us``: with it, a chip
     tensor rate no simulation can beat, to stop sooner (``simulate``'s ``horizon_flops_per_ns``), per SM
-    group with ``horizon_equal_units`` (``simulate``'s).
+    group with ``horizon_equal_units``, and the L2 bytes left of ``horizon_l2_read_bytes`` (``simulate``'s).
     ``replay``: when the untimed deadlock replay runs (``simulate``'s argument); the power model's later
     simulations of the same schedule skip it. ``power_start``: where the power model's fixed point starts (a calibration's nearby point;
     default: the ceiling)."""
@@ -71,6 +72,7 @@ def predict_resolved(
             if horizon_flops_per_us:
                 kwargs["horizon_flops_per_ns"] = horizon_flops_per_us / 1000.0
                 kwargs["horizon_equal_units"] = horizon_equal_units
+            kwargs["horizon_l2_read_bytes"] = horizon_l2_read_bytes
         with fewer_collections():
             run = simulate(sched, arch, replay=replay, **kwargs)
             return summarize(run, keep_timeline=record, attributed=attribute, interval_name=interval_name)

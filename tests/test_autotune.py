@@ -255,9 +255,10 @@ def test_the_busiest_groups_work_left_never_stops_a_candidate_that_finishes_in_t
     case: tuple[str, str, dict[str, int]], m: int, n: int, k: int
 ) -> None:
     """The per-group horizon (every unit issues the same MMA work; the group with the most left bounds
-    the end): over problems with edge tiles and partial waves, a GEMM that finishes before the horizon
-    is never stopped, and one that cannot stops no later than with the chip-wide count."""
-    from gpusim.autotune import _peak_flops_per_us_per_sm
+    the end) and the operand bytes left at the L2's bandwidth: over problems with edge tiles and partial
+    waves, a GEMM that finishes before the horizon is never stopped (its L2 reads are at least the
+    bound), and one that cannot stops no later than with the chip-wide count."""
+    from gpusim.autotune import _peak_flops_per_us_per_sm, operand_read_bytes
     from gpusim.errors import HorizonReached
     from gpusim.sim.engine import simulate
 
@@ -268,8 +269,10 @@ def test_the_busiest_groups_work_left_never_stops_a_candidate_that_finishes_in_t
     kernel_ns = simulate(sched, arch, replay="none").kernel_ns
     rate = _peak_flops_per_us_per_sm(sched, arch) * arch.sm_count / 1000.0
     finished = simulate(sched, arch, horizon_ns=kernel_ns * 1.0001, horizon_flops_per_ns=rate,
-                        horizon_equal_units=True, replay="none")  # fmt: skip
+                        horizon_equal_units=True, horizon_l2_read_bytes=operand_read_bytes(sched),
+                        replay="none")  # fmt: skip
     assert finished.kernel_ns == kernel_ns
+    assert finished.net.l2_read_bytes >= operand_read_bytes(sched) * (1 - 1e-9)
 
     def events_when_stopped(equal_units: bool) -> int:
         with pytest.raises(HorizonReached) as info:
@@ -298,3 +301,39 @@ def test_the_busiest_groups_work_left_stops_a_partial_wave_gemm_sooner() -> None
                      horizon_equal_units=equal_units, replay="none")  # fmt: skip
         stopped_at.append(float(str(info.value).split("at t=", 1)[1].split(" us", 1)[0]))
     assert stopped_at[1] < stopped_at[0] * 0.75, stopped_at
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    arch_dtype=st.sampled_from([("h100", "bf16"), ("a100", "fp16"), ("b200", "bf16"), ("h800", "fp8_e4m3"),
+                                ("v100", "fp16"), ("h100", "tf32"), ("a100", "fp32"), ("b200", "fp8_e4m3")]),
+    m=st.integers(100, 1500),
+    n=st.integers(100, 1500),
+    k=st.integers(64, 1500),
+    pick=st.integers(0, 10_000),
+)  # fmt: skip
+def test_every_gemm_candidate_reads_at_least_its_operand_bound_through_l2(
+    arch_dtype: tuple[str, str], m: int, n: int, k: int, pick: int
+) -> None:
+    """``operand_read_bytes``, which a search's horizon divides by the L2's bandwidth, is a lower bound on
+    the L2 reads of every GEMM candidate the search may simulate (any schedule, tile, cluster, split)."""
+    from gpusim.autotune import operand_read_bytes
+    from gpusim.errors import ScheduleRefused
+    from gpusim.explore.spaces import space_for
+    from gpusim.explore.tune import resolve_candidate
+    from gpusim.sim.engine import simulate
+
+    arch_id, dtype = arch_dtype
+    arch = load_arch(arch_id)
+    problem = {"M": m, "N": n, "K": k, "dtype": dtype}
+    legal = [
+        r
+        for c in space_for("auto:gemm", arch, problem)
+        if not isinstance(r := resolve_candidate(c, arch, problem), str)
+    ]
+    _, sched = legal[pick % len(legal)]
+    try:
+        run = simulate(sched, arch, replay="none")
+    except ScheduleRefused:
+        return
+    assert run.net.l2_read_bytes >= operand_read_bytes(sched) * (1 - 1e-9) > 0

@@ -353,6 +353,7 @@ def simulate(
     horizon_ns: float | None = None,
     horizon_flops_per_ns: float | None = None,
     horizon_equal_units: bool = False,
+    horizon_l2_read_bytes: float | None = None,
     replay: Literal["early", "late", "none"] = "early",
 ) -> SimRun:
     """Check and simulate ``sched`` on ``arch``; raise DeadlockError naming blocked roles.
@@ -375,7 +376,9 @@ def simulate(
     work unit issues the same MMA work, at least the schedule's FLOPs over its units (GEMM output tiles:
     edge tiles issue whole tiles): the bound is then taken per SM group, whose units are fixed before
     the run when they are handed out statically (the group with the most work left bounds the end; see
-    ``_GroupWork``). ``replay``: when the
+    ``_GroupWork``). ``horizon_l2_read_bytes``: with a horizon, bytes the kernel reads through L2 at
+    least (a GEMM's operand tiles): also stop once the time simulated plus those not yet issued, at the
+    L2's bandwidth, reach the horizon. ``replay``: when the
     untimed replay of the synchronisation runs (gpusim/sim/untimed.py): ``early`` before simulating
     (and again past UNTIMED_REPLAY_AFTER_EVENTS if undecided and worth it), ``late`` only past that
     many events (a search among shipped schedules), ``none`` never (a re-simulation of a schedule
@@ -483,11 +486,14 @@ def simulate(
             left_ns = left / horizon_rate
             if group_work is not None:
                 left_ns = max(left_ns, group_work.time_left_ns())
+            if horizon_l2_read_bytes:
+                left_ns = max(left_ns, _l2_reads_left_ns(horizon_l2_read_bytes, builder.sms, net))
             if env.now + left_ns >= horizon_rate_ns:
                 raise HorizonReached(
-                    f"{sched.name} on {arch.id}: at t={env.now / 1000:.2f} us, the MMA work left ({left:.3g} "
-                    f"FLOPs on the chip, {left_ns / 1000:.2f} us at peak on the busiest SMs) cannot finish "
-                    f"before {horizon_rate_ns / 1000:.2f} us after {events:,} events"
+                    f"{sched.name} on {arch.id}: at t={env.now / 1000:.2f} us, the work left ({left:.3g} MMA "
+                    f"FLOPs on the chip) needs at least {left_ns / 1000:.2f} us more (the busiest SMs' MMA "
+                    f"peak, the L2's bandwidth for the operand reads left) and cannot finish before "
+                    f"{horizon_rate_ns / 1000:.2f} us after {events:,} events"
                 )
     blocked = [r for r in builder.runners if not r.finished]
     if blocked:
@@ -551,6 +557,17 @@ class _GroupWork:
             if left > 0:
                 worst_ns = max(worst_ns, left / (len(sms) * self.flops_per_ns_per_sm))
         return worst_ns
+
+
+def _l2_reads_left_ns(read_bytes: float, sms: list[SimSM], net: FlowNetwork) -> float:
+    """The least time the L2 needs for the reads of ``read_bytes`` not yet issued: the bytes of reads
+    landed and of those queued at the SMs' ingress ports (issued, counted as if moved) come off, the
+    rest can move no faster than the L2's bandwidth."""
+    issued = net.l2_read_bytes
+    for sm in sms:
+        for t in sm.ingress.queue:  # type: ignore[union-attr]
+            issued += t.bytes * t.weight * t.l2_coef
+    return max(read_bytes - issued, 0.0) / net.l2_capacity
 
 
 def _done_fraction(sched: Schedule, sms: list[SimSM], net: FlowNetwork) -> float:
