@@ -65,6 +65,11 @@ def _provenance(dev: Any, target: str, command: str) -> dict[str, Any]:
     return env
 
 
+def sample_bytes(v: Variant, grid: int) -> int:
+    """Bytes of the clock-sample buffer ``v``'s kernel writes (0 for an experiment without one)."""
+    return grid * CLOCK_SAMPLES * SAMPLE_WORDS[v.experiment] * 8 if v.experiment in SAMPLE_WORDS else 0
+
+
 def kernel_args(dev: Any, v: Variant, grid: int) -> tuple[list[Any], int, int, int]:
     """The device buffers ``v`` needs (allocated on ``dev``) and the kernel's argument list, in the order
     and C types of its signature in kernels/micro/ (tests/test_micro.py checks them against the compiled
@@ -86,7 +91,7 @@ def kernel_args(dev: Any, v: Variant, grid: int) -> tuple[list[Any], int, int, i
     elif v.experiment == "tensor_clock":
         out_words = grid * RECORD_WORDS
         out = dev.alloc(out_words * 8)
-        samples_ptr = dev.alloc(grid * CLOCK_SAMPLES * SAMPLE_WORDS["tensor_clock"] * 8)
+        samples_ptr = dev.alloc(sample_bytes(v, grid))
         src = dev.alloc(SRC_BYTES, operands(v.data))
         # cycles per iteration at the full rate: 2 warpgroups x 4 m64n256k16 (128 cycles each), or 16 warps
         # x 8 m16n8k16 at 2048 FLOP/clk/SM; sized from the device's maximum clock
@@ -102,7 +107,7 @@ def kernel_args(dev: Any, v: Variant, grid: int) -> tuple[list[Any], int, int, i
     elif v.experiment == "l2_clock":
         out_words = grid * 2 * RECORD_WORDS
         out = dev.alloc(out_words * 8)
-        samples_ptr = dev.alloc(grid * CLOCK_SAMPLES * SAMPLE_WORDS["l2_clock"] * 8)
+        samples_ptr = dev.alloc(sample_bytes(v, grid))
         src = dev.alloc(SRC_BYTES, operands(v.data))
         nbytes = a["chunk_bytes"] * grid
         buf = dev.alloc(nbytes, operands("random", min(nbytes, SRC_BYTES)))
@@ -151,9 +156,7 @@ def _run_variant(dev: Any, v: Variant, module: Any, symbols: dict[str, int]) -> 
         dev.launch_timed(module, v.kernel, grid, v.threads, smem, args)  # warm-up
         ms = dev.launch_timed(module, v.kernel, grid, v.threads, smem, args)
     records = dev.read(out, out_words * 8)
-    samples = (
-        dev.read(samples_ptr, grid * CLOCK_SAMPLES * SAMPLE_WORDS[v.experiment] * 8) if samples_ptr else None
-    )
+    samples = dev.read(samples_ptr, sample_bytes(v, grid)) if samples_ptr else None
     dev.free_all()
     return derive(v, records, samples) + extra, ms
 
