@@ -398,23 +398,7 @@ def simulate(
             replay_at = -1  # decided (no deadlock for any timing), or a full replay would give up too
     multicast = _operand_multicast(_tma_multicasts(sched))
     miss, resident_bytes = panel_misses(sched, plan, arch.memory.l2_size_bytes, multicast)
-    if shared_tensor_core is None:
-        shared_tensor_core = "shared_tensor" in mechanisms_of(arch)
-    table = arch.tensor_cores.mma_sync.rate_by_warps_per_smsp
-    by_issuing = bool(shared_tensor_core and table) and {
-        "mma_sync_warps",
-        "mma_sync_issuing",
-    } <= mechanisms_of(arch)
-    rates = Rates.from_arch(arch, shared_tensor_core=shared_tensor_core,
-                            pipe_coupling="pipe_coupling" in mechanisms_of(arch),
-                            smem_fills="smem_fills" in mechanisms_of(arch),
-                            smem_operands="smem_operands" in mechanisms_of(arch),
-                            mma_sync_fraction=mma_sync_fraction(sched, arch)
-                            if "mma_sync_warps" in mechanisms_of(arch) and not by_issuing
-                            else 1.0,
-                            mma_sync_issuing_rate=WarpRate(table) if by_issuing and table else None,
-                            sync_latency="sync_latency" in mechanisms_of(arch),
-                            l2_clock="l2_clock" in mechanisms_of(arch))  # fmt: skip
+    rates = _rates(sched, arch, shared_tensor_core)
     env = simpy.Environment()
     net = FlowNetwork(env, rates.l2_bytes_per_ns, rates.hbm_bytes_per_ns)
     if record is True:
@@ -514,6 +498,29 @@ def simulate(
                   net=net, runners=builder.runners, rings=builder.rings, wall_s=time.perf_counter() - start,
                   events=events, skipped_events=skipped, jumps=ff.jumps if ff else [], exact=exact,
                   fast_forward_off=ff.disabled if ff else None, resident_bytes=resident_bytes)  # fmt: skip
+
+
+def _rates(sched: Schedule, arch: Arch, shared_tensor_core: bool | None) -> Rates:
+    """The rates ``sched`` runs at on ``arch`` with the arch's mechanisms (``shared_tensor_core``
+    overrides ``shared_tensor``; None: as the arch says)."""
+    mechanisms = mechanisms_of(arch)
+    if shared_tensor_core is None:
+        shared_tensor_core = "shared_tensor" in mechanisms
+    table = arch.tensor_cores.mma_sync.rate_by_warps_per_smsp
+    by_issuing = bool(shared_tensor_core and table) and {"mma_sync_warps", "mma_sync_issuing"} <= mechanisms
+    return Rates.from_arch(
+        arch,
+        shared_tensor_core=shared_tensor_core,
+        pipe_coupling="pipe_coupling" in mechanisms,
+        smem_fills="smem_fills" in mechanisms,
+        smem_operands="smem_operands" in mechanisms,
+        mma_sync_fraction=mma_sync_fraction(sched, arch)
+        if "mma_sync_warps" in mechanisms and not by_issuing
+        else 1.0,
+        mma_sync_issuing_rate=WarpRate(table) if by_issuing and table else None,
+        sync_latency="sync_latency" in mechanisms,
+        l2_clock="l2_clock" in mechanisms,
+    )
 
 
 @dataclass(frozen=True)
