@@ -148,6 +148,13 @@ PROBLEMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "mla_decode_flashmla": st.fixed_dictionaries(
         {"batch": st.sampled_from([2, 4, 8]), "seqlen_kv": st.sampled_from([8192, 16384, 10000])}
     ),
+    "mla_decode_flashmla_v1": st.fixed_dictionaries(
+        {
+            "batch": st.sampled_from([2, 4, 8]),
+            "seqlen_q": st.sampled_from([1, 2]),
+            "seqlen_kv": st.sampled_from([8192, 16384, 10000]),
+        }
+    ),
     "mla_decode_flashmla_sparse_fp8": st.fixed_dictionaries(
         {
             "batch": st.sampled_from([2, 4]),

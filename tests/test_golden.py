@@ -26,6 +26,7 @@ PROBLEMS: dict[str, dict[str, Any]] = {
     "gemm_tcgen05": {"M": 4096, "N": 4096, "K": 1024},
     "stream": {"bytes": 64 * 2**20},
     "mla_decode_flashmla": {"batch": 16, "seqlen_kv": 2048},
+    "mla_decode_flashmla_v1": {"batch": 16, "seqlen_kv": 2048},
     "mla_decode_flashmla_sparse_fp8": {"batch": 16, "topk": 2048},
     "gemm_fp8_deepgemm": {"M": 2048, "N": 2048, "K": 2048},
     "attn_fa2_fwd": {"batch": 1, "heads": 16, "seqlen_q": 2048},
