@@ -180,11 +180,24 @@ def test_auto_attention_predicts_the_best_flashattention_tile() -> None:
         predict("auto:attention", "h100", BLOCK_M=128)
 
 
+def _stopped(sched, arch, **kwargs) -> tuple[int, float]:
+    """Events simulated and simulated time (us) when ``simulate(sched, arch, **kwargs)`` raised
+    HorizonReached (its message says both)."""
+    from gpusim.errors import HorizonReached
+    from gpusim.sim.engine import simulate
+
+    with pytest.raises(HorizonReached) as info:
+        simulate(sched, arch, **kwargs)
+    text = str(info.value)
+    events = int(text.rsplit("after ", 1)[1].split(" events")[0].replace(",", ""))
+    at_us = float(text.split("at t=", 1)[1].split(" us", 1)[0]) if "at t=" in text else float("nan")
+    return events, at_us
+
+
 def test_the_flops_left_stop_a_hopeless_candidate_sooner_and_never_a_winner() -> None:
     """The horizon with the chip's MMA peak: a GEMM that cannot finish before the horizon stops earlier
     than on simulated time alone; one that finishes before it is never stopped."""
     from gpusim.autotune import _peak_flops_per_us_per_sm
-    from gpusim.errors import HorizonReached
     from gpusim.sim.engine import simulate
 
     h100 = load_arch("h100")
@@ -195,12 +208,9 @@ def test_the_flops_left_stop_a_hopeless_candidate_sooner_and_never_a_winner() ->
     finished = simulate(sched, h100, horizon_ns=kernel_ns * 1.001, horizon_flops_per_ns=rate)
     assert finished.kernel_ns == kernel_ns
 
-    def events_when_stopped(**kwargs: float) -> int:
-        with pytest.raises(HorizonReached) as info:
-            simulate(sched, h100, horizon_ns=kernel_ns * 0.9, **kwargs)
-        return int(str(info.value).rsplit("after ", 1)[1].split(" events")[0].replace(",", ""))
-
-    assert events_when_stopped(horizon_flops_per_ns=rate) < events_when_stopped()
+    with_rate, _ = _stopped(sched, h100, horizon_ns=kernel_ns * 0.9, horizon_flops_per_ns=rate)
+    time_only, _ = _stopped(sched, h100, horizon_ns=kernel_ns * 0.9)
+    assert with_rate < time_only
 
 
 def test_auto_gemm_considers_stream_k_where_the_last_wave_is_nearly_empty() -> None:
@@ -259,7 +269,6 @@ def test_the_busiest_groups_work_left_never_stops_a_candidate_that_finishes_in_t
     waves, a GEMM that finishes before the horizon is never stopped (its L2 reads are at least the
     bound), and one that cannot stops no later than with the chip-wide count."""
     from gpusim.autotune import _peak_flops_per_us_per_sm, operand_read_bytes
-    from gpusim.errors import HorizonReached
     from gpusim.sim.engine import simulate
 
     arch_id, name, params = case
@@ -274,32 +283,29 @@ def test_the_busiest_groups_work_left_never_stops_a_candidate_that_finishes_in_t
     assert finished.kernel_ns == kernel_ns
     assert finished.net.l2_read_bytes >= operand_read_bytes(sched) * (1 - 1e-9)
 
-    def events_when_stopped(equal_units: bool) -> int:
-        with pytest.raises(HorizonReached) as info:
-            simulate(sched, arch, horizon_ns=kernel_ns * 0.8, horizon_flops_per_ns=rate,
-                     horizon_equal_units=equal_units, replay="none")  # fmt: skip
-        return int(str(info.value).rsplit("after ", 1)[1].split(" events")[0].replace(",", ""))
-
-    assert events_when_stopped(True) <= events_when_stopped(False)
+    per_group, chip_wide = (
+        _stopped(sched, arch, horizon_ns=kernel_ns * 0.8, horizon_flops_per_ns=rate, horizon_equal_units=equal,
+                 replay="none")[0]
+        for equal in (True, False)
+    )  # fmt: skip
+    assert per_group <= chip_wide
 
 
 def test_the_busiest_groups_work_left_stops_a_partial_wave_gemm_sooner() -> None:
     """2500x2300 in 128x128 tiles is 360 tiles on 132 SMs: 96 SMs run three, 36 run two. The chip-wide
     count of FLOPs left spreads the third wave over every SM; the busiest groups' count does not."""
     from gpusim.autotune import _peak_flops_per_us_per_sm
-    from gpusim.errors import HorizonReached
     from gpusim.sim.engine import simulate
 
     h100 = load_arch("h100")
     sched = load_schedule("gemm_ws_pingpong", h100, {"M": 2500, "N": 2300, "K": 1000})
     kernel_ns = simulate(sched, h100, replay="none").kernel_ns
     rate = _peak_flops_per_us_per_sm(sched, h100) * h100.sm_count / 1000.0
-    stopped_at = []
-    for equal_units in (False, True):
-        with pytest.raises(HorizonReached) as info:
-            simulate(sched, h100, horizon_ns=kernel_ns * 0.8, horizon_flops_per_ns=rate,
-                     horizon_equal_units=equal_units, replay="none")  # fmt: skip
-        stopped_at.append(float(str(info.value).split("at t=", 1)[1].split(" us", 1)[0]))
+    stopped_at = [
+        _stopped(sched, h100, horizon_ns=kernel_ns * 0.8, horizon_flops_per_ns=rate, horizon_equal_units=equal,
+                 replay="none")[1]
+        for equal in (False, True)
+    ]  # fmt: skip
     assert stopped_at[1] < stopped_at[0] * 0.75, stopped_at
 
 

@@ -76,7 +76,7 @@ def kernel_args(dev: Any, v: Variant, grid: int) -> tuple[list[Any], int, int, i
     parameter sizes): (arguments, record buffer, its 64-bit words, clock-sample buffer or 0)."""
     u64, i32, u32 = ctypes.c_uint64, ctypes.c_int, ctypes.c_uint
     a = v.args
-    samples_ptr = 0
+    samples_ptr = dev.alloc(nbytes) if (nbytes := sample_bytes(v, grid)) else 0
     if v.experiment in ("wgmma", "wgmma_overlap", "operand_path"):
         out_words = grid * WGMMA_SLOTS * RECORD_WORDS
         out = dev.alloc(out_words * 8)
@@ -91,7 +91,6 @@ def kernel_args(dev: Any, v: Variant, grid: int) -> tuple[list[Any], int, int, i
     elif v.experiment == "tensor_clock":
         out_words = grid * RECORD_WORDS
         out = dev.alloc(out_words * 8)
-        samples_ptr = dev.alloc(sample_bytes(v, grid))
         src = dev.alloc(SRC_BYTES, operands(v.data))
         # cycles per iteration at the full rate: 2 warpgroups x 4 m64n256k16 (128 cycles each), or 16 warps
         # x 8 m16n8k16 at 2048 FLOP/clk/SM; sized from the device's maximum clock
@@ -107,7 +106,6 @@ def kernel_args(dev: Any, v: Variant, grid: int) -> tuple[list[Any], int, int, i
     elif v.experiment == "l2_clock":
         out_words = grid * 2 * RECORD_WORDS
         out = dev.alloc(out_words * 8)
-        samples_ptr = dev.alloc(sample_bytes(v, grid))
         src = dev.alloc(SRC_BYTES, operands(v.data))
         nbytes = a["chunk_bytes"] * grid
         buf = dev.alloc(nbytes, operands("random", min(nbytes, SRC_BYTES)))
